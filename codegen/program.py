@@ -1,0 +1,27 @@
+"""Kernel AST -> ProgramSpec: optimize, lower, render."""
+from __future__ import annotations
+from ir.ops import Ops
+from ir.switches import DEBUG
+from ir.uop import UOp
+from codegen.kernel import Kernel, Opt
+from codegen.lowerer import lower
+from codegen.renderer import ProgramSpec, Renderer, estimate
+
+CORE_VARS = ("core_start", "core_end")
+
+def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
+  k = Kernel(ast)
+  for opt in opts or []: k.apply_opt(opt)
+  uops = lower(k, renderer.splits_across_cores)
+  name = k.name
+  if DEBUG >= 6:
+    for i, u in enumerate(uops): print(f"{i:4d} {u.op.name:14s} {str(u.dtype):20s} {[uops.index(s) for s in u.src if s in uops]} {u.arg if u.op is not Ops.CONST else u.arg!r}")
+  src = renderer.render(name, uops)
+  flops, mem = estimate(uops)
+  user_vars = [u for u in uops if u.op is Ops.DEFINE_VAR and u.arg[0] not in CORE_VARS]
+  global_axes = [i for i, t in enumerate(k.axis_types) if t.name == "GLOBAL"]
+  size0 = k.full_shape[global_axes[0]] if global_axes else 1
+  outs = [s.src[0].arg for s in ast.src]
+  ins = sorted({u.src[0].arg for u in ast.toposort() if u.op is Ops.LOAD})
+  return ProgramSpec(name, src, renderer.device, uops, (size0, 1, 1), None, [g.arg for g in k.globals], user_vars, outs, ins,
+                     list(k.applied_opts), flops, mem)

@@ -1,0 +1,42 @@
+"""What a renderer promises to the rest of codegen, and the description of one rendered program."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from ir.ops import Ops, ALU
+from ir.uop import UOp
+from ir.dtype import dtypes
+
+class Renderer:
+  device: str = ""
+  has_local: bool = False          # workgroups with shared memory (GPUs)
+  splits_across_cores: bool = False  # the first global loop is split into [core_start, core_end) chunks (CPU)
+  def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
+
+@dataclass
+class ProgramSpec:
+  name: str
+  src: str
+  device: str
+  uops: list[UOp]
+  global_size: tuple[int, int, int] = (1, 1, 1)
+  local_size: tuple[int, int, int] | None = None
+  globals: list[int] = field(default_factory=list)  # buffer indices, in parameter order
+  vars: list[UOp] = field(default_factory=list)     # user Variables (int32), passed after the buffers in this order
+  outs: list[int] = field(default_factory=list)   # buffer indices written
+  ins: list[int] = field(default_factory=list)    # buffer indices read
+  applied_opts: list = field(default_factory=list)
+  flops: int = 0
+  mem_bytes: int = 0
+
+def estimate(uops: list[UOp]) -> tuple[int, int]:
+  """(arithmetic ops, bytes loaded and stored) the program executes, counting every loop iteration."""
+  flops = mem = 0
+  mult, stack = 1, []
+  for u in uops:
+    if u.op is Ops.RANGE:
+      size = u.src[1].vmax - u.src[0].vmin if u.src[1].op is not Ops.CONST or u.src[0].op is not Ops.CONST else u.src[1].arg - u.src[0].arg
+      stack.append(mult); mult *= max(size, 0)
+    elif u.op is Ops.ENDRANGE: mult = stack.pop()
+    elif u.op in ALU and u.dtype not in (dtypes.int32, dtypes.int64, dtypes.bool): flops += mult
+    elif u.op is Ops.LOAD and len(u.src) == 2: mem += mult * u.dtype.itemsize
+    elif u.op is Ops.STORE and len(u.src) == 3: mem += mult * u.src[2].dtype.itemsize
+  return flops, mem

@@ -1,0 +1,182 @@
+"""Devices and their memory: the registry (`Device["CPU"]`, `Device.DEFAULT`), `Buffer`, allocators, and the base
+of devices that compile and run kernels."""
+from __future__ import annotations
+import importlib, os
+from collections import defaultdict
+from typing import Any, Callable
+from ir.dtype import DType, PtrDType, dtypes
+from ir.switches import DEBUG, DEV
+from ir.target import parse_targets
+
+class GlobalCounters:
+  """Totals since the last `reset()`: kernels run, arithmetic ops, bytes moved, seconds; plus bytes allocated now."""
+  global_ops: int = 0
+  global_mem: int = 0
+  time_sum_s: float = 0.0
+  kernel_count: int = 0
+  mem_used: int = 0
+  @staticmethod
+  def reset() -> None: GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+
+# ---------------- allocators ----------------
+
+class Allocator:
+  """Device memory: `alloc` returns an opaque handle; `offset` makes a handle to part of one."""
+  def alloc(self, size: int, options: Any = None) -> Any: raise NotImplementedError
+  def free(self, opaque: Any, size: int, options: Any = None) -> None: pass
+  def copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError
+  def copyout(self, dest: memoryview, src: Any) -> None: raise NotImplementedError
+  def offset(self, opaque: Any, size: int, offset: int) -> Any: raise NotImplementedError(f"{type(self).__name__} has no sub-buffers")
+
+class LRUAllocator(Allocator):
+  """Keeps freed memory by (size, options) and hands it out again before asking the device for more."""
+  def __init__(self): self.cache: dict[tuple[int, Any], list[Any]] = defaultdict(list)
+  def _alloc(self, size: int, options: Any) -> Any: raise NotImplementedError
+  def _free(self, opaque: Any, size: int, options: Any) -> None: pass
+  def alloc(self, size: int, options: Any = None) -> Any:
+    if cached := self.cache.get((size, options)): return cached.pop()
+    try: return self._alloc(size, options)
+    except MemoryError:
+      self.free_cache()
+      return self._alloc(size, options)
+  def free(self, opaque: Any, size: int, options: Any = None) -> None: self.cache[(size, options)].append(opaque)
+  def free_cache(self) -> None:
+    for (size, options), opaques in self.cache.items():
+      for o in opaques: self._free(o, size, options)
+    self.cache.clear()
+
+# ---------------- buffers ----------------
+
+MAX_BUFFER_BYTES = 2**48
+
+class Buffer:
+  """`size` elements of `dtype` on `device`. Memory is taken on first use (`ensure_allocated`) and given back when
+  the Buffer is garbage. A Buffer with a `base` is a view of part of that base's memory."""
+  def __init__(self, device: str, size: int, dtype: DType, opaque: Any = None, options: Any = None,
+               base: Buffer | None = None, offset: int = 0):
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0: raise ValueError(f"invalid buffer size {size!r} (need an int >= 0)")
+    if isinstance(dtype, PtrDType) or dtype == dtypes.void or dtype.count != 1: raise TypeError(f"a buffer can't hold {dtype}")
+    if size * dtype.itemsize > MAX_BUFFER_BYTES: raise MemoryError(f"buffer of {size} x {dtype} ({size * dtype.itemsize} bytes) is too large for {device}")
+    self.device, self.size, self.dtype, self.options, self.offset = device, size, dtype, options, offset
+    if base is not None:
+      if base.base is not base: raise ValueError("a buffer view must be made from a base buffer")
+      if offset < 0 or offset + self.nbytes > base.nbytes: raise ValueError(f"view of {self.nbytes} bytes at offset {offset} is outside a {base.nbytes}-byte buffer")
+    self._base = base
+    if opaque is not None: self.allocate(opaque)
+  @property
+  def base(self) -> Buffer: return self._base if self._base is not None else self
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  def __repr__(self) -> str:
+    return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}{' offset:' + str(self.offset) if self._base else ''}>"
+  def is_allocated(self) -> bool: return hasattr(self, "_buf")
+  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  def allocate(self, opaque: Any = None) -> Buffer:
+    assert not self.is_allocated(), "buffer is already allocated"
+    dev = Device[self.device]
+    if self._base is not None:
+      self._base.ensure_allocated()
+      self._buf = dev.allocator.offset(self._base._buf, self.nbytes, self.offset)
+      return self
+    dev.check_dtype(self.dtype)
+    if opaque is None:
+      try: opaque = dev.allocator.alloc(self.nbytes, self.options)
+      except MemoryError as e: raise MemoryError(f"can't allocate {self.nbytes} bytes on {self.device}: {e}") from None
+    self._buf = opaque
+    GlobalCounters.mem_used += self.nbytes
+    if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
+    return self
+  def __del__(self):
+    if getattr(self, "_base", True) is None and self.is_allocated():
+      GlobalCounters.mem_used -= self.nbytes
+      if DEBUG >= 7: print(f"buffer: deallocate {self.nbytes} bytes on {self.device}")
+      Device[self.device].allocator.free(self._buf, self.nbytes, self.options)
+  def view(self, size: int, dtype: DType, offset: int) -> Buffer:
+    """A Buffer over `size` elements of `dtype` starting `offset` bytes into this one."""
+    return Buffer(self.device, size, dtype, base=self.base, offset=self.offset + offset)
+  def copyin(self, src: memoryview) -> Buffer:
+    src = memoryview(src).cast("B")
+    if src.nbytes != self.nbytes: raise ValueError(f"copyin of {src.nbytes} bytes into a {self.nbytes}-byte buffer")
+    self.ensure_allocated()
+    Device[self.device].allocator.copyin(self._buf, src)
+    return self
+  def copyout(self, dest: memoryview) -> memoryview:
+    dest = memoryview(dest).cast("B")
+    if dest.nbytes != self.nbytes: raise ValueError(f"copyout of a {self.nbytes}-byte buffer into {dest.nbytes} bytes")
+    self.ensure_allocated()
+    Device[self.device].synchronize()
+    Device[self.device].allocator.copyout(dest, self._buf)
+    return dest
+  def as_bytes(self) -> bytes:
+    out = bytearray(self.nbytes)
+    self.copyout(memoryview(out))
+    return bytes(out)
+
+# ---------------- devices ----------------
+
+class Compiled:
+  """A device that runs compiled kernels: memory (allocator), source (renderer), binaries (compiler) and the
+  program runtime `runtime(name, lib) -> callable(*bufs, global_size=, local_size=, vals=, wait=)`."""
+  unsupported_dtypes: frozenset[DType] = frozenset()
+  def __init__(self, device: str, allocator: Allocator, renderer, compiler, runtime: Callable):
+    self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler, runtime
+  def synchronize(self) -> None: pass
+  def check_dtype(self, dtype: DType) -> None:
+    if dtype in self.unsupported_dtypes: raise TypeError(f"{self.device} can't hold {dtype}")
+
+class DeviceUnavailable(RuntimeError): pass
+
+# name -> "module:Class"; None where tg has no driver yet
+DRIVERS: dict[str, str | None] = {
+  "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": None, "NV": None, "CUDA": None, "QCOM": None, "CL": None,
+  "DSP": None, "WEBGPU": None, "PYTHON": None, "NULL": None, "DISK": None}
+DEFAULT_ORDER = ("METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU")
+
+class _Device:
+  def __init__(self):
+    self._opened: dict[str, Compiled] = {}
+    self._probed: str | None = None
+
+  @staticmethod
+  def canonicalize(name: str) -> str:
+    """"cpu" -> "CPU", "nv:1" -> "NV:1", "cpu:0" -> "CPU"; a DISK path keeps its case."""
+    if not isinstance(name, str) or not name: raise ValueError(f"invalid device name {name!r}")
+    head, sep, rest = name.partition(":")
+    head = head.upper()
+    if head == "DISK": return f"DISK:{rest}" if sep else head
+    if head not in DRIVERS: raise KeyError(f"unknown device {name!r}; known devices: {', '.join(DRIVERS)}")
+    if sep and rest != "0" and not rest.isdigit(): raise ValueError(f"invalid device index in {name!r}")
+    return head if not sep or rest == "0" else f"{head}:{int(rest)}"
+
+  def __getitem__(self, name: str) -> Compiled:
+    name = self.canonicalize(name)
+    if (dev := self._opened.get(name)) is not None: return dev
+    kind = name.split(":")[0]
+    if (where := DRIVERS[kind]) is None: raise DeviceUnavailable(f"{kind} unavailable: tg has no {kind} driver yet")
+    module, cls = where.split(":")
+    try: dev = getattr(importlib.import_module(module), cls)(name)
+    except DeviceUnavailable: raise
+    except Exception as e: raise DeviceUnavailable(f"{name} unavailable: {type(e).__name__}: {e}") from e
+    if DEBUG >= 1: print(f"opened device {name} from pid:{os.getpid()}")
+    self._opened[name] = dev
+    return dev
+
+  @property
+  def DEFAULT(self) -> str:
+    if targets := parse_targets(DEV.value):
+      if targets[0].device: return self.canonicalize(targets[0].device)
+    if self._probed is None:
+      for kind in DEFAULT_ORDER:
+        try: self[kind]
+        except DeviceUnavailable: continue
+        self._probed = kind
+        os.environ["DEV"] = os.environ.get("DEV") or kind  # child processes (BEAM workers) agree on the default
+        break
+      else: raise DeviceUnavailable(f"no usable devices (tried {', '.join(DEFAULT_ORDER)})")
+    return self._probed
+  @DEFAULT.setter
+  def DEFAULT(self, _): raise AttributeError("Device.DEFAULT is read-only; use Context(DEV=...) or the DEV environment variable")
+
+  def opened(self) -> list[str]: return list(self._opened)
+
+Device = _Device()

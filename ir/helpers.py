@@ -1,0 +1,18 @@
+"""Small generic helpers shared by every layer."""
+from __future__ import annotations
+from typing import Iterable, Sequence, TypeVar
+T = TypeVar("T")
+
+def prod(xs: Iterable[int]) -> int:
+  out = 1
+  for x in xs: out *= x
+  return out
+def all_same(xs: Sequence) -> bool: return all(x == xs[0] for x in xs[1:])
+def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]
+def argsort(xs: Sequence) -> list[int]: return sorted(range(len(xs)), key=xs.__getitem__)
+def dedup(xs: Iterable[T]) -> list[T]: return list(dict.fromkeys(xs))
+def ceildiv(a: int, b: int) -> int: return -(-a // b)
+def round_up(a: int, b: int) -> int: return ceildiv(a, b) * b
+def colored(text: str, color: str | None) -> str:
+  codes = {"red": 31, "green": 32, "yellow": 33, "blue": 34, "magenta": 35, "cyan": 36, "white": 37}
+  return text if color is None else f"\033[{codes[color]}m{text}\033[0m"

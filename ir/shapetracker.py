@@ -1,0 +1,171 @@
+"""Views: how a shaped index maps to a buffer offset (strides, offset, and a validity mask for padding).
+A ShapeTracker stacks views where one strided view can't express a reshape of the one before."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from ir.dtype import DType, dtypes
+from ir.helpers import prod
+from ir.uop import UOp
+
+Mask = tuple[tuple[int, int], ...]
+
+def strides_for_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+  """Row-major strides, with 0 for size-1 axes (their index is always 0)."""
+  out, acc = [], 1
+  for s in reversed(shape):
+    out.append(acc if s != 1 else 0)
+    acc *= s
+  return tuple(reversed(out))
+
+@dataclass(frozen=True)
+class View:
+  shape: tuple[int, ...]
+  strides: tuple[int, ...]
+  offset: int
+  mask: Mask | None
+  contiguous: bool
+
+  @staticmethod
+  @functools.cache
+  def create(shape: tuple[int, ...], strides: tuple[int, ...] | None = None, offset: int = 0, mask: Mask | None = None) -> View:
+    strides = strides_for_shape(shape) if strides is None else tuple(0 if s == 1 else st for s, st in zip(shape, strides))
+    if mask is not None:
+      if any(lo >= hi for lo, hi in mask):  # nothing is valid: canonical empty view
+        return View(shape, (0,) * len(shape), 0, ((0, 0),) * len(shape), False)
+      # an axis masked to a single index always reads the same place: fold it into the offset
+      offset += sum(lo * st for st, (lo, hi) in zip(strides, mask) if hi - lo == 1)
+      strides = tuple(0 if hi - lo == 1 else st for st, (lo, hi) in zip(strides, mask))
+      if all(m == (0, s) for m, s in zip(mask, shape)): mask = None
+    return View(shape, strides, offset, mask, offset == 0 and mask is None and strides == strides_for_shape(shape))
+
+  @property
+  def size(self) -> int: return prod(self.shape)
+  def is_empty(self) -> bool: return self.mask is not None and any(lo >= hi for lo, hi in self.mask)
+
+  def permute(self, order: tuple[int, ...]) -> View:
+    return View.create(tuple(self.shape[i] for i in order), tuple(self.strides[i] for i in order), self.offset,
+                       tuple(self.mask[i] for i in order) if self.mask else None)
+  def expand(self, new_shape: tuple[int, ...]) -> View:
+    mask = None
+    if self.mask: mask = tuple(m if s == n else ((0, n) if m == (0, 1) else (0, 0)) for m, s, n in zip(self.mask, self.shape, new_shape))
+    return View.create(new_shape, self.strides, self.offset, mask)
+  def pad(self, arg: tuple[tuple[int, int], ...]) -> View:
+    shape = tuple(s + a + b for s, (a, b) in zip(self.shape, arg))
+    old = self.mask or tuple((0, s) for s in self.shape)
+    mask = tuple((lo + a, hi + a) for (lo, hi), (a, _) in zip(old, arg))
+    return View.create(shape, self.strides, self.offset - sum(a * st for (a, _), st in zip(arg, self.strides)), mask)
+  def shrink(self, arg: tuple[tuple[int, int], ...]) -> View:
+    shape = tuple(b - a for a, b in arg)
+    mask = None
+    if self.mask: mask = tuple((max(lo - a, 0), max(min(hi - a, b - a), 0)) for (lo, hi), (a, b) in zip(self.mask, arg))
+    if mask and any(lo >= hi for lo, hi in mask): return View.create(shape, mask=tuple((0, 0) for _ in shape))
+    return View.create(shape, self.strides, self.offset + sum(a * st for (a, _), st in zip(arg, self.strides)), mask)
+  def flip(self, axes: tuple[bool, ...]) -> View:
+    offset = self.offset + sum((s - 1) * st for s, st, f in zip(self.shape, self.strides, axes) if f)
+    mask = tuple((s - hi, s - lo) if f else (lo, hi) for (lo, hi), s, f in zip(self.mask, self.shape, axes)) if self.mask else None
+    return View.create(self.shape, tuple(-st if f else st for st, f in zip(self.strides, axes)), offset, mask)
+
+  def reshape(self, new_shape: tuple[int, ...]) -> View | None:
+    """The same elements in `new_shape` as one view, or None when one strided view can't express it."""
+    if new_shape == self.shape: return self
+    if self.is_empty(): return View.create(new_shape, mask=tuple((0, 0) for _ in new_shape))
+    if self.contiguous: return View.create(new_shape)
+    old = [(s, st, m) for s, st, m in zip(self.shape, self.strides, self.mask or [(0, s) for s in self.shape]) if s != 1]
+    new = [n for n in new_shape if n != 1]
+    strides_out: list[int] = []
+    mask_out: list[tuple[int, int]] = []
+    oi = ni = 0
+    while ni < len(new):
+      group_old, group_new = [old[oi]], [new[ni]]
+      po, pn = old[oi][0], new[ni]
+      while po != pn:
+        if po < pn: oi += 1; group_old.append(old[oi]); po *= old[oi][0]
+        else: ni += 1; group_new.append(new[ni]); pn *= new[ni]
+      oi, ni = oi + 1, ni + 1
+      if (placed := _reshape_group(group_old, group_new)) is None: return None
+      strides_out.extend(placed[0]); mask_out.extend(placed[1])
+    it_s, it_m = iter(strides_out), iter(mask_out)
+    strides = tuple(0 if n == 1 else next(it_s) for n in new_shape)
+    mask = tuple((0, 1) if n == 1 else next(it_m) for n in new_shape)
+    return View.create(new_shape, strides, self.offset, mask if self.mask else None)
+
+  def to_uops(self, idxs: list[UOp], idx_dtype: DType = dtypes.int32) -> tuple[UOp, UOp]:
+    """(buffer offset, validity) of the element at `idxs`."""
+    if self.is_empty(): return UOp.const(idx_dtype, 0), UOp.const(dtypes.bool, False)
+    idx = UOp.const(idx_dtype, self.offset)
+    for i, st in zip(idxs, self.strides):
+      if st != 0: idx = idx + (i if st == 1 else i * st)
+    valid = UOp.const(dtypes.bool, True)
+    for i, (lo, hi), s in zip(idxs, self.mask or (), self.shape):
+      if lo > 0: valid = valid & (i >= lo)
+      if hi < s: valid = valid & (i < hi)
+    return idx, valid
+
+def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) -> tuple[list[int], list[tuple[int, int]]] | None:
+  """Strides and masks for new axes holding exactly the elements of the old axes `old` (size, stride, mask)."""
+  if any(old[k][1] != old[k + 1][1] * old[k + 1][0] for k in range(len(old) - 1)): return None  # not one strided run
+  if any(m != (0, s) for s, _, m in old[1:]): return None  # a masked inner axis can't be merged
+  size = prod(s for s, _, _ in old)
+  inner = size // old[0][0]
+  lo, hi = old[0][2][0] * inner, old[0][2][1] * inner  # the valid flat range of the group
+  strides, masks, acc = [], [], size
+  for n in new:
+    acc //= n
+    strides.append(old[-1][1] * acc)
+    if lo % acc == 0 and hi % acc == 0: masks.append((lo // acc, hi // acc)); lo, hi = 0, acc
+    elif lo // acc == (hi - 1) // acc:
+      q = lo // acc
+      masks.append((q, q + 1)); lo, hi = lo - q * acc, hi - q * acc
+    else: return None
+  return strides, masks
+
+def unravel(idx: UOp, shape: tuple[int, ...]) -> list[UOp]:
+  """Per-axis indices of flat index `idx` into a contiguous array of `shape`."""
+  out, acc = [], 1
+  for i, s in enumerate(reversed(shape)):
+    if s == 1: out.append(UOp.const(idx.dtype, 0))
+    else: out.append(idx // acc if i == len(shape) - 1 else (idx // acc) % s)
+    acc *= s
+  return out[::-1]
+
+@dataclass(frozen=True)
+class ShapeTracker:
+  views: tuple[View, ...]
+
+  @staticmethod
+  def from_shape(shape: tuple[int, ...]) -> ShapeTracker: return ShapeTracker((View.create(tuple(shape)),))
+  @property
+  def shape(self) -> tuple[int, ...]: return self.views[-1].shape
+  @property
+  def size(self) -> int: return self.views[-1].size
+  @property
+  def contiguous(self) -> bool: return len(self.views) == 1 and self.views[0].contiguous
+  def __add__(self, other: ShapeTracker) -> ShapeTracker:
+    """`other` applied on top of self (other's first view indexes a contiguous array of self's shape)."""
+    out = self
+    for v in other.views:
+      out = out.reshape(v.shape) if v.contiguous else ShapeTracker(out.views + (v,)).simplify()
+    return out
+  def simplify(self) -> ShapeTracker:
+    if len(self.views) >= 2 and self.views[-2].contiguous:
+      return ShapeTracker(self.views[:-2] + (self.views[-1],)).simplify()
+    return self
+
+  def _last(self, v: View) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (v,))
+  def permute(self, order) -> ShapeTracker: return self._last(self.views[-1].permute(tuple(order)))
+  def expand(self, shape) -> ShapeTracker: return self._last(self.views[-1].expand(tuple(shape)))
+  def pad(self, arg) -> ShapeTracker: return self._last(self.views[-1].pad(tuple(arg)))
+  def shrink(self, arg) -> ShapeTracker: return self._last(self.views[-1].shrink(tuple(arg)))
+  def flip(self, axes) -> ShapeTracker: return self._last(self.views[-1].flip(tuple(axes)))
+  def reshape(self, shape) -> ShapeTracker:
+    shape = tuple(shape)
+    if (v := self.views[-1].reshape(shape)) is not None: return self._last(v)
+    return ShapeTracker(self.views + (View.create(shape),))
+
+  def to_uops(self, idxs: list[UOp], idx_dtype: DType = dtypes.int32) -> tuple[UOp, UOp]:
+    """(buffer offset, validity) of the element at `idxs`, through every view."""
+    idx, valid = self.views[-1].to_uops(idxs, idx_dtype)
+    for v in reversed(self.views[:-1]):
+      idx, inner_valid = v.to_uops(unravel(idx, v.shape), idx_dtype)
+      valid = valid & inner_valid
+    return idx, valid

@@ -1,0 +1,59 @@
+"""Runtime switches: typed, cached environment reads and `Context`-overridable settings."""
+from __future__ import annotations
+import contextlib, functools, os
+from typing import Any, ClassVar
+
+_FALSE_WORDS = ("", "0", "false", "no", "off")
+
+@functools.cache
+def getenv(key: str, default: Any = 0) -> Any:
+  """The environment variable `key` converted to the type of `default`; `default` when unset or empty."""
+  raw = os.environ.get(key)
+  if raw is None or (raw == "" and not isinstance(default, str)): return default
+  if isinstance(default, bool): return raw.strip().lower() not in _FALSE_WORDS
+  try: return type(default)(raw)
+  except ValueError: raise ValueError(f"environment variable {key}={raw!r} is not a valid {type(default).__name__}") from None
+
+class ContextVar:
+  """One runtime switch: its value comes from the environment at start and can be overridden with `Context`."""
+  _cache: ClassVar[dict[str, ContextVar]] = {}
+  def __init__(self, key: str, default: Any):
+    if key in ContextVar._cache: raise ValueError(f"switch {key} is already defined")
+    self.key, self.default, self.value = key, default, getenv(key, default)
+    ContextVar._cache[key] = self
+  def __bool__(self) -> bool: return bool(self.value)
+  def __eq__(self, x) -> bool: return self.value == (x.value if isinstance(x, ContextVar) else x)
+  def __hash__(self) -> int: return id(self)
+  def __ge__(self, x) -> bool: return self.value >= x
+  def __gt__(self, x) -> bool: return self.value > x
+  def __le__(self, x) -> bool: return self.value <= x
+  def __lt__(self, x) -> bool: return self.value < x
+  def __int__(self) -> int: return int(self.value)
+  def __repr__(self) -> str: return f"{self.key}={self.value!r}"
+
+class Context(contextlib.ContextDecorator):
+  """`with Context(DEBUG=2): ...` or `@Context(DEBUG=2)`: sets switches for the block and restores them on exit."""
+  def __init__(self, **switches: Any):
+    if unknown := sorted(k for k in switches if k not in ContextVar._cache):
+      raise KeyError(f"unknown switch(es) {unknown}; known: {sorted(ContextVar._cache)}")
+    self.switches, self._saved = switches, []
+  def __enter__(self) -> Context:
+    self._saved.append({k: ContextVar._cache[k].value for k in self.switches})
+    for k, v in self.switches.items():
+      var = ContextVar._cache[k]
+      var.value = v if v is None or isinstance(var.default, (bool, float)) or isinstance(v, type(var.default)) else type(var.default)(v)
+    return self
+  def __exit__(self, *exc) -> None:
+    for k, v in self._saved.pop().items(): ContextVar._cache[k].value = v
+
+# the switches every layer reads (defaults follow tinygrad's documentation)
+DEBUG, DEV, BEAM, BEAM_ESTIMATE = ContextVar("DEBUG", 0), ContextVar("DEV", ""), ContextVar("BEAM", 0), ContextVar("BEAM_ESTIMATE", 1)
+NOOPT, DEFAULT_FLOAT, DEFAULT_INT = ContextVar("NOOPT", 0), ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
+IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
+JIT, JIT_BATCH_SIZE, CAPTURING = ContextVar("JIT", 1), ContextVar("JIT_BATCH_SIZE", 32), ContextVar("CAPTURING", 1)
+VIZ = ContextVar("VIZ", 0)
+PROFILE = ContextVar("PROFILE", abs(VIZ.value))
+ALLOW_TF32, WEBGPU_BACKEND, CUDA_PATH = ContextVar("ALLOW_TF32", 0), ContextVar("WEBGPU_BACKEND", ""), ContextVar("CUDA_PATH", "")
+CCACHE, SCACHE, TRAINING = ContextVar("CCACHE", 1), ContextVar("SCACHE", 1), ContextVar("TRAINING", 0)
+NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)
