@@ -115,6 +115,9 @@ class Lowerer:
         if valid.op is Ops.CONST: memo[n] = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
         else: memo[n] = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
       elif n.op is Ops.VALID: memo[n] = self._index(n.src[0], at)[1]
+      elif n.op is Ops.ARANGE:
+        idx, valid = self._index(n.src[0], at)
+        memo[n] = simplify(valid.where(idx, 0)).cast(n.dtype)
       elif n.op is Ops.REDUCE_AXIS:
         acc = self.accs[(n, tuple(sorted((a, c.arg) for a, c in upcast.items())))]
         memo[n] = UOp(Ops.LOAD, n.dtype, (acc,))

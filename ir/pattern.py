@@ -108,3 +108,13 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, limit: int = 1
     else:
       done[node] = done[pending]
   return done[root]
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+  """`root` with each node in `mapping` replaced once (replacements are not searched again), rebuilt bottom-up."""
+  done: dict[UOp, UOp] = {}
+  for n in root.toposort(stop=lambda x: x in mapping):
+    if n in mapping: done[n] = mapping[n]
+    else:
+      src = tuple(done[s] for s in n.src)
+      done[n] = n if all(a is b for a, b in zip(src, n.src)) else UOp(n.op, n.dtype, src, n.arg)
+  return done[root]

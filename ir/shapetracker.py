@@ -144,7 +144,7 @@ class ShapeTracker:
     """`other` applied on top of self (other's first view indexes a contiguous array of self's shape)."""
     out = self
     for v in other.views:
-      out = out.reshape(v.shape) if v.contiguous else ShapeTracker(out.views + (v,)).simplify()
+      out = out.reshape(v.shape) if v.contiguous and v.size == out.size else ShapeTracker(out.views + (v,)).simplify()
     return out
   def simplify(self) -> ShapeTracker:
     if len(self.views) >= 2 and self.views[-2].contiguous:

@@ -6,20 +6,22 @@ from ir.dtype import DType, dtypes, as_const
 from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, COMPARISON, exec_alu
 
+_UNSET = object()
+
 def _cache_key(op: Ops, dtype: DType, src: tuple, arg: Any) -> tuple:
   # 0.0 == -0.0 in Python, but they are different constants
   return (op, dtype, src, arg, math.copysign(1.0, arg)) if type(arg) is float else (op, dtype, src, arg)
 
 class UOp:
   """A node (op, dtype, src, arg). Two structurally equal nodes are the same object, so `is` and `==` mean equality."""
-  __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "__weakref__")
+  __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "_device", "__weakref__")
   _ucache: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
 
   def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
     key = _cache_key(op, dtype, src, arg)
     if (ret := UOp._ucache.get(key)) is not None: return ret
     ret = super().__new__(cls)
-    for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", None), ("_bounds", None)): object.__setattr__(ret, k, v)
+    for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", None), ("_bounds", None), ("_device", _UNSET)): object.__setattr__(ret, k, v)
     UOp._ucache[key] = ret
     return ret
   def __setattr__(self, name, value): raise AttributeError(f"UOp is immutable (tried to set {name})")
@@ -124,11 +126,15 @@ class UOp:
     return self._shape
   @property
   def device(self) -> str | tuple[str, ...] | None:
-    for u in self.toposort():
-      if u.op is Ops.DEVICE: return u.arg
-      if u.op is Ops.BUFFER: return u.arg[0].device
-      if u.op is Ops.COPY: return u.arg
-    return None
+    """Where a tensor-level node lives: from its DEVICE, BUFFER or COPY, else from its first source that has one."""
+    if self._device is _UNSET:
+      for u in self.toposort(stop=lambda x: x._device is not _UNSET):
+        if u._device is not _UNSET: continue
+        if u.op is Ops.DEVICE or u.op is Ops.COPY: d = u.arg
+        elif u.op is Ops.BUFFER: d = u.arg[0].device
+        else: d = next((x._device for x in u.src if x._device is not None), None)
+        object.__setattr__(u, "_device", d)
+    return self._device
   @property
   def base(self) -> UOp:
     """The node under a chain of movement ops."""
@@ -174,6 +180,7 @@ class UOp:
 def _infer_shape(u: UOp) -> tuple[int, ...]:
   if u.op is Ops.BUFFER: return (u.arg[0].size,)
   if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
+  if u.op is Ops.ARANGE: return (u.arg,)
   if u.op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if u.op is Ops.PERMUTE: return tuple(u.src[0].shape[i] for i in u.arg)
   if u.op is Ops.PAD: return tuple(s + a + b for s, (a, b) in zip(u.src[0].shape, u.arg))

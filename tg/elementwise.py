@@ -1,0 +1,332 @@
+"""Elementwise Tensor ops: arithmetic and its operators, comparisons, bitwise ops, casts, math functions and
+activations. Everything is built from the primitive ALU ops of the IR."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING, Any
+from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
+from ir.ops import Ops
+from ir.uop import UOp
+
+if TYPE_CHECKING: from tg.tensor import Tensor
+
+LOG2_E, LN_2 = 1 / math.log(2), math.log(2)
+
+class ElementwiseMixin:
+  __slots__ = ()
+
+  # ---------------- plumbing ----------------
+  def _unary(self, op: Ops) -> Tensor: return self._new(self.uop.alu(op))
+  def _binary(self, op: Ops, x: Any, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._new(a.uop.alu(op, b.uop), b)
+  def _float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
+  def _require(self, kind: str, ok: bool, what: str) -> None:
+    if not ok: raise TypeError(f"{what} is only defined for {kind} tensors, got {self.dtype}")
+
+  def cast(self, dtype: DType | str) -> Tensor:
+    dt = to_dtype(dtype)
+    return self if dt == self.dtype else self._new(self.uop.cast(dt))
+  def bitcast(self, dtype: DType | str) -> Tensor:
+    dt = to_dtype(dtype)
+    if dt.itemsize != self.dtype.itemsize:
+      if self.ndim == 0 or (self.shape[-1] * self.dtype.itemsize) % dt.itemsize: raise ValueError(f"can't bitcast {self.dtype} {self.shape} to {dt}")
+      return self._bitcast_resize(dt)
+    return self if dt == self.dtype else self._new(self.uop.bitcast(dt))
+  def _bitcast_resize(self, dt: DType) -> Tensor:
+    """Bitcast between sizes (e.g. 4 uint8 -> 1 uint32) by shifting bytes, little-endian."""
+    small, big = (self.dtype, dt) if self.dtype.itemsize < dt.itemsize else (dt, self.dtype)
+    ratio = big.itemsize // small.itemsize
+    u_small, u_big = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32}[small.itemsize], {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[big.itemsize]
+    if self.dtype.itemsize < dt.itemsize:
+      parts = self.bitcast(u_small).reshape(*self.shape[:-1], self.shape[-1] // ratio, ratio).cast(u_big)
+      shifts = [parts[..., i] << (8 * small.itemsize * i) for i in range(ratio)]
+      out = shifts[0]
+      for s in shifts[1:]: out = out | s
+      return out.bitcast(dt)
+    wide = self.bitcast(u_big)
+    pieces = [((wide >> (8 * small.itemsize * i)) & (2 ** (8 * small.itemsize) - 1)).cast(u_small) for i in range(ratio)]
+    return type(self).stack(*pieces, dim=-1).reshape(*self.shape[:-1], self.shape[-1] * ratio).bitcast(dt)
+  def float(self) -> Tensor: return self.cast(dtypes.float32)
+  def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+  def double(self) -> Tensor: return self.cast(dtypes.float64)
+  def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def long(self) -> Tensor: return self.cast(dtypes.int64)
+  def short(self) -> Tensor: return self.cast(dtypes.int16)
+  def bool(self) -> Tensor: return self.cast(dtypes.bool)
+
+  # ---------------- arithmetic ----------------
+  def add(self, x, reverse: bool = False) -> Tensor:
+    return self._binary(Ops.OR if self._result_is_bool(x) else Ops.ADD, x, reverse)
+  def sub(self, x, reverse: bool = False) -> Tensor:
+    if self._result_is_bool(x): raise TypeError("subtraction of bool tensors is not defined; use logical_xor or ^")
+    return self._binary(Ops.SUB, x, reverse)
+  def mul(self, x, reverse: bool = False) -> Tensor:
+    return self._binary(Ops.AND if self._result_is_bool(x) else Ops.MUL, x, reverse)
+  def _result_is_bool(self, x) -> bool:
+    return self.dtype == dtypes.bool and (isinstance(x, bool) or getattr(x, "dtype", None) == dtypes.bool)
+  def div(self, x, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+    """True division (ints become floats); rounding_mode "trunc" or "floor" rounds the quotient like torch."""
+    a, b = self._broadcasted(x, reverse)
+    if rounding_mode == "trunc":
+      return a._new(a.uop.alu(Ops.IDIV, b.uop), b) if dtypes.is_int(a.dtype) else (a._float() / b._float()).trunc().cast(a.dtype)
+    if rounding_mode == "floor": return a.floordiv(b)
+    if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    a, b = a._float(), b._float()
+    return a._new(a.uop.alu(Ops.FDIV, b.uop), b)
+  def floordiv(self, x, reverse: bool = False) -> Tensor:
+    """Python's floor division (rounds toward negative infinity)."""
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): return (a / b).floor()
+    q = a._new(a.uop.alu(Ops.IDIV, b.uop), b)
+    r = a - q * b
+    return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q) if not dtypes.is_unsigned(a.dtype) else q
+  def mod(self, x, reverse: bool = False) -> Tensor:
+    """Python's modulo (the result takes the divisor's sign)."""
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_int(a.dtype): return a - (a / b).floor() * b
+    r = a._new(a.uop.alu(Ops.MOD, b.uop), b)
+    return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r) if not dtypes.is_unsigned(a.dtype) else r
+  def fmod(self, x) -> Tensor:
+    """C's remainder (the result takes the dividend's sign)."""
+    a, b = self._broadcasted(x)
+    if dtypes.is_int(a.dtype): return a._new(a.uop.alu(Ops.MOD, b.uop), b)
+    return a - (a / b).trunc() * b
+  def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else self._unary(Ops.NEG)
+  def reciprocal(self) -> Tensor: return self._float()._unary(Ops.RECIP)
+  def pow(self, x, reverse: bool = False) -> Tensor:
+    if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+      if x == 0: return self.ones_like()
+      if x == 1: return self
+      if x == 2: return self * self
+      if x == 3: return self * self * self
+      if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
+      if x == -1 and dtypes.is_float(self.dtype): return self.reciprocal()
+      if isinstance(x, int) and x > 0 and dtypes.is_int(self.dtype): return self._int_pow(x)
+    base, exp = self._broadcasted(x, reverse)
+    if dtypes.is_int(base.dtype) and dtypes.is_int(exp.dtype):
+      return base.cast(dtypes.float64).pow(exp.cast(dtypes.float64)).round().cast(base.dtype)
+    base, exp = base._float(), exp._float()
+    mag = (base.abs().log2() * exp).exp2()
+    is_int_exp = exp == exp.trunc()
+    odd = is_int_exp & ((exp.abs() % 2) == 1)
+    signed = (base < 0).where(is_int_exp.where(odd.where(-mag, mag), math.nan), mag)
+    return (exp == 0).where(1.0, signed)
+  def _int_pow(self, n: int) -> Tensor:
+    out, sq = None, self
+    while n:
+      if n & 1: out = sq if out is None else out * sq
+      n >>= 1
+      if n: sq = sq * sq
+    return out
+  def maximum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: return a | b
+    return a._new(a.uop.alu(Ops.MAX, b.uop), b)
+  def minimum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: return a & b
+    if dtypes.is_float(a.dtype): return -((-a).maximum(-b))
+    return (a < b).where(a, b)
+  def where(self, x, y) -> Tensor:
+    """x where self is true, else y (self is the condition)."""
+    cond = self if self.dtype == dtypes.bool else self.cast(dtypes.bool)
+    if not isinstance(x, type(self)) and not isinstance(y, type(self)):
+      x = type(self)(UOp.const(least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y)), x, self.device))
+    x_t, y_t = x._broadcasted(y) if isinstance(x, type(self)) else y._broadcasted(x, reverse=True)
+    cond, x_t = cond._broadcasted(x_t, match_dtype=False)
+    cond, y_t = cond._broadcasted(y_t, match_dtype=False)
+    return x_t._new(cond.uop.alu(Ops.WHERE, x_t.uop, y_t.uop), y_t, cond)
+  def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
+  def clamp(self, min_=None, max_=None) -> Tensor:
+    if min_ is None and max_ is None: raise ValueError("clamp needs at least one of min_ and max_")
+    out = self
+    if min_ is not None: out = out.maximum(min_)
+    if max_ is not None: out = out.minimum(max_)
+    return out
+  clip = clamp
+  def copysign(self, other) -> Tensor:
+    a, b = self._float()._broadcasted(other)
+    return ((b < 0) | ((b == 0) & (1 / b < 0))).where(-a.abs(), a.abs())
+  def logaddexp(self, other) -> Tensor:
+    a, b = self._float()._broadcasted(other)
+    m = a.maximum(b)
+    return m + ((a - m).exp() + (b - m).exp()).log()
+
+  # ---------------- comparisons and logic ----------------
+  def __lt__(self, x) -> Tensor: return self._binary(Ops.CMPLT, x)
+  def __gt__(self, x) -> Tensor: return self._binary(Ops.CMPLT, x, reverse=True)
+  def __le__(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return (a < b) | (a == b) if dtypes.is_float(a.dtype) else (b < a).logical_not()
+  def __ge__(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return (b < a) | (a == b) if dtypes.is_float(a.dtype) else (a < b).logical_not()
+  def __eq__(self, x) -> Tensor: return self._binary(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x) -> Tensor: return self._binary(Ops.CMPNE, x)  # type: ignore[override]
+  def eq(self, x) -> Tensor: return self == x
+  def ne(self, x) -> Tensor: return self != x
+  def logical_not(self) -> Tensor: return self._binary(Ops.CMPNE, True) if self.dtype == dtypes.bool else self == 0
+  def isnan(self) -> Tensor: return self != self
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    return ((self == math.inf) & detect_positive) | ((self == -math.inf) & detect_negative)
+  def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
+  def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    a, b = self._broadcasted(other)
+    close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+    return close | (a.isnan() & b.isnan()) if equal_nan else close
+  def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+
+  # ---------------- bitwise ----------------
+  def _bitwise(self, op: Ops, x, reverse: bool = False) -> Tensor:
+    out = self._binary(op, x, reverse)
+    self._require("integer or bool", dtypes.is_int(out.dtype) or out.dtype == dtypes.bool, op.name.lower())
+    return out
+  def bitwise_and(self, x) -> Tensor: return self._bitwise(Ops.AND, x)
+  def bitwise_or(self, x) -> Tensor: return self._bitwise(Ops.OR, x)
+  def bitwise_xor(self, x) -> Tensor: return self._bitwise(Ops.XOR, x)
+  def bitwise_not(self) -> Tensor:
+    self._require("integer or bool", dtypes.is_int(self.dtype) or self.dtype == dtypes.bool, "bitwise_not")
+    return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ (2 ** (8 * self.dtype.itemsize) - 1)
+  def lshift(self, x) -> Tensor:
+    self._require("integer", dtypes.is_int(self.dtype), "<<")
+    return self._binary(Ops.SHL, x)
+  def rshift(self, x) -> Tensor:
+    self._require("integer", dtypes.is_int(self.dtype), ">>")
+    return self._binary(Ops.SHR, x)
+
+  # ---------------- operators ----------------
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self.add(x, True)
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x, True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, True)
+  def __floordiv__(self, x): return self.floordiv(x)
+  def __rfloordiv__(self, x): return self.floordiv(x, True)
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, True)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return x.matmul(self) if hasattr(x, "matmul") else self._as_tensor(x).matmul(self)
+  def __and__(self, x): return self._bitwise(Ops.AND, x)
+  def __rand__(self, x): return self._bitwise(Ops.AND, x, True)
+  def __or__(self, x): return self._bitwise(Ops.OR, x)
+  def __ror__(self, x): return self._bitwise(Ops.OR, x, True)
+  def __xor__(self, x): return self._bitwise(Ops.XOR, x)
+  def __rxor__(self, x): return self._bitwise(Ops.XOR, x, True)
+  def __lshift__(self, x): return self.lshift(x)
+  def __rshift__(self, x): return self.rshift(x)
+  def __neg__(self): return self.neg()
+  def __invert__(self): return self.bitwise_not()
+  def __abs__(self): return self.abs()
+  def _inplace(self, out: Tensor) -> Tensor: return self.assign(out)
+  def __iadd__(self, x): return self._inplace(self + x)
+  def __isub__(self, x): return self._inplace(self - x)
+  def __imul__(self, x): return self._inplace(self * x)
+  def __itruediv__(self, x): return self._inplace(self / x)
+  def __ifloordiv__(self, x): return self._inplace(self // x)
+  def __imod__(self, x): return self._inplace(self % x)
+  def __ipow__(self, x): return self._inplace(self ** x)
+  def __iand__(self, x): return self._inplace(self & x)
+  def __ior__(self, x): return self._inplace(self | x)
+  def __ixor__(self, x): return self._inplace(self ^ x)
+  def __ilshift__(self, x): return self._inplace(self << x)
+  def __irshift__(self, x): return self._inplace(self >> x)
+  def __imatmul__(self, x): return self._inplace(self @ x)
+  def _as_tensor(self, x) -> Tensor:
+    return x if isinstance(x, type(self)) else type(self)(x, device=self.device)
+
+  # ---------------- math ----------------
+  def exp(self) -> Tensor: return (self._float() * LOG2_E)._unary(Ops.EXP2)
+  def exp2(self) -> Tensor: return self._float()._unary(Ops.EXP2)
+  def log(self) -> Tensor: return self._float()._unary(Ops.LOG2) * LN_2
+  def log2(self) -> Tensor: return self._float()._unary(Ops.LOG2)
+  def log10(self) -> Tensor: return self.log2() * (LN_2 / math.log(10))
+  def log1p(self) -> Tensor: return (self + 1).log()
+  def expm1(self) -> Tensor: return self.exp() - 1
+  def sqrt(self) -> Tensor: return self._float()._unary(Ops.SQRT)
+  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
+  def square(self) -> Tensor: return self * self
+  def sin(self) -> Tensor: return self._float()._unary(Ops.SIN)
+  def cos(self) -> Tensor: return (math.pi / 2 - self._float()).sin()
+  def tan(self) -> Tensor: return self.sin() / self.cos()
+  def asin(self) -> Tensor:
+    x = self._float()
+    return (x / (1 - x * x).sqrt()).atan()  # |x| > 1 gives sqrt of a negative: NaN
+  def acos(self) -> Tensor: return math.pi / 2 - self.asin()
+  def atan(self) -> Tensor:
+    """Range-reduced to |x| <= tan(pi/12), then a short series (max error ~1e-7)."""
+    x = self._float()
+    big = x.abs() > 1
+    t = big.where(1 / x.abs(), x.abs())
+    shift = t > (2 - math.sqrt(3))
+    s = shift.where((t * math.sqrt(3) - 1) / (t + math.sqrt(3)), t)
+    s2 = s * s
+    poly = s * (1 + s2 * (-1 / 3 + s2 * (1 / 5 + s2 * (-1 / 7 + s2 * (1 / 9 - s2 / 11)))))
+    r = shift.where(poly + math.pi / 6, poly)
+    r = big.where(math.pi / 2 - r, r)
+    return (x < 0).where(-r, r)
+  def sinh(self) -> Tensor: return (self.exp() - (-self).exp()) / 2
+  def cosh(self) -> Tensor: return (self.exp() + (-self).exp()) / 2
+  def tanh(self) -> Tensor: return 2.0 * (self * 2.0).sigmoid() - 1.0
+  def asinh(self) -> Tensor: return (self.abs() + (self * self + 1).sqrt()).log() * self.sign()
+  def acosh(self) -> Tensor: return (self + (self * self - 1).sqrt()).log()
+  def atanh(self) -> Tensor: return ((1 + self) / (1 - self)).log() / 2
+  def erf(self) -> Tensor:
+    """Abramowitz & Stegun 7.1.26 refined: max abs error 1.5e-7."""
+    x = self._float()
+    t = 1.0 / (1.0 + 0.3275911 * x.abs())
+    y = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * (-(x * x)).exp()
+    return x.sign() * y
+  def trunc(self) -> Tensor: return self if not dtypes.is_float(self.dtype) else self._unary(Ops.TRUNC)
+  def floor(self) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    return (self < t).where(t - 1, t)
+  def ceil(self) -> Tensor:
+    if not dtypes.is_float(self.dtype): return self
+    t = self.trunc()
+    return (self > t).where(t + 1, t)
+  def round(self) -> Tensor:
+    """Round half to even, like numpy and torch."""
+    if not dtypes.is_float(self.dtype): return self
+    f = self.floor()
+    d = self - f
+    up = (d > 0.5) | ((d == 0.5) & ((f * 0.5).floor() * 2 != f))
+    return up.where(f + 1, f)
+  def abs(self) -> Tensor:
+    if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
+    return self.maximum(-self) if dtypes.is_float(self.dtype) else (self < 0).where(-self, self)
+  def sign(self) -> Tensor:
+    if self.dtype == dtypes.bool: return self
+    s = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) if not dtypes.is_unsigned(self.dtype) else (self > 0).cast(self.dtype)
+    return s + self * 0 if dtypes.is_float(self.dtype) else s  # keeps NaN
+
+  # ---------------- activations ----------------
+  def relu(self) -> Tensor: return (self > 0).where(self, 0)
+  def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+  def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
+  def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, alpha * (self.exp() - 1))
+  def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def selu(self, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor: return gamma * (self > 0).where(self, alpha * (self.exp() - 1))
+  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
+  def logsigmoid(self) -> Tensor: return -(-self).softplus()
+  def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor: return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def silu(self) -> Tensor: return self * self.sigmoid()
+  swish = silu
+  def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
+  def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor: return self.clamp(min_val, max_val)
+  def gelu(self, approximate: str = "tanh") -> Tensor:
+    if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
+    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+  def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
+  def mish(self) -> Tensor: return self * self.softplus().tanh()
+  def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    bx = self * beta
+    return (bx > threshold).where(self, (bx.maximum(0) + (-bx.abs()).exp().log1p()) * (1 / beta))
+  def softsign(self) -> Tensor: return self / (1 + self.abs())

@@ -1,0 +1,59 @@
+"""Loss functions (reduction: 'mean', 'sum' or 'none')."""
+from __future__ import annotations
+from typing import TYPE_CHECKING
+from ir.dtype import dtypes
+
+if TYPE_CHECKING: from tg.tensor import Tensor
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+  if reduction == "none": return loss
+  if reduction == "sum": return loss.sum()
+  if reduction == "mean": return loss.mean()
+  raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+class LossMixin:
+  __slots__ = ()
+
+  def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+    """self: logits (..., classes); Y: integer class indices (...); entries equal to ignore_index don't count."""
+    if not dtypes.is_int(Y.dtype): raise TypeError(f"class indices must be integers, got {Y.dtype}")
+    if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} don't match logits {self.shape}")
+    log_probs = self.log_softmax(-1)
+    picked = (Y._onehot(self.shape[-1]).where(log_probs, 0)).sum(-1)
+    loss = -(1 - label_smoothing) * picked - label_smoothing * log_probs.mean(-1)
+    keep = Y != ignore_index
+    loss = keep.where(loss, 0)
+    if reduction == "mean": return loss.sum() / keep.sum().maximum(1).cast(loss.dtype)
+    return _reduce(loss, reduction)
+
+  def cross_entropy(self, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """self: logits with classes on axis 1 (or 0 for 1-d); Y: class indices or class probabilities."""
+    axis = 1 if self.ndim > 1 else 0
+    if dtypes.is_int(Y.dtype):
+      logits = self.permute(*[i for i in range(self.ndim) if i != axis], axis)  # classes last
+      return logits.sparse_categorical_crossentropy(Y, ignore_index=-100, label_smoothing=label_smoothing, reduction=reduction)
+    if Y.shape != self.shape: raise ValueError(f"class probabilities of shape {Y.shape} don't match logits {self.shape}")
+    n = self.shape[axis]
+    target = Y * (1 - label_smoothing) + label_smoothing / n
+    return _reduce(-(self.log_softmax(axis) * target).sum(axis), reduction)
+
+  def nll_loss(self, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
+    """self: log-probabilities with classes on axis 1 (or 0 for 1-d); Y: class indices."""
+    axis = 1 if self.ndim > 1 else 0
+    lp = self.permute(*[i for i in range(self.ndim) if i != axis], axis)  # classes last
+    onehot = Y._onehot(lp.shape[-1])
+    picked = onehot.where(lp, 0).sum(-1)
+    w = onehot.where(weight, 0).sum(-1) if weight is not None else picked.ones_like()
+    if ignore_index is not None: w = (Y != ignore_index).where(w, 0)
+    loss = -picked * w
+    if reduction == "mean": return loss.sum() / w.sum()
+    return _reduce(loss, reduction)
+
+  def binary_crossentropy(self, Y: Tensor, reduction: str = "mean") -> Tensor:
+    """self: probabilities; like torch, each log is clamped at -100."""
+    return _reduce(-(Y * self.log().maximum(-100) + (1 - Y) * (1 - self).log().maximum(-100)), reduction)
+
+  def binary_crossentropy_logits(self, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """self: logits; computed stably as (1-y)x + (1+(w-1)y) (log(1+e^-|x|) + max(-x, 0))."""
+    log_w = 1 + (pos_weight - 1) * Y if pos_weight is not None else 1
+    return _reduce((1 - Y) * self + log_w * ((-self.abs()).exp().log1p() + (-self).relu()), reduction)

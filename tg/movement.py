@@ -1,0 +1,353 @@
+"""Movement and indexing: reshape/permute/expand/pad/shrink/flip and everything built from them (slicing, cat, stack,
+split, roll, repeat, gather, scatter, masks), plus `[]` and `[]=`. Integer-tensor indexing selects through one-hot
+masks, so it stays lazy and fuses into the consumer kernel."""
+from __future__ import annotations
+from typing import TYPE_CHECKING, Sequence
+import numpy as np
+from ir.dtype import dtypes
+from ir.helpers import broadcast_shape, prod
+from ir.ops import Ops
+
+if TYPE_CHECKING: from tg.tensor import Tensor
+
+def _flat_shape(args) -> tuple:
+  return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+
+class MovementMixin:
+  __slots__ = ()
+
+  def _axis(self, dim: int, ndim: int | None = None) -> int:
+    n = self.ndim if ndim is None else ndim
+    if not isinstance(dim, int) or isinstance(dim, bool): raise TypeError(f"dimension must be an int, got {type(dim).__name__}")
+    if not -max(n, 1) <= dim < max(n, 1): raise IndexError(f"dimension {dim} is out of range for a {n}-d tensor (expected [{-max(n, 1)}, {max(n, 1) - 1}])")
+    return dim + n if dim < 0 else dim
+
+  # ---------------- primitives ----------------
+  def reshape(self, *shape) -> Tensor:
+    shape = tuple(s if s is not None else self.shape[i] for i, s in enumerate(_flat_shape(shape)))
+    if shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {shape}")
+    if -1 in shape:
+      known = prod(s for s in shape if s != -1)
+      if known == 0 or self.numel() % known: raise ValueError(f"can't reshape {self.shape} to {shape}")
+      shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+    if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"invalid shape {shape}")
+    return self._new(self.uop.reshape(shape))
+  def view(self, *shape) -> Tensor: return self.reshape(*shape)
+  def permute(self, *order) -> Tensor:
+    order = tuple(self._axis(d) for d in _flat_shape(order))
+    return self._new(self.uop.permute(order))
+  def expand(self, *shape) -> Tensor:
+    shape = _flat_shape(shape)
+    if len(shape) < self.ndim: raise ValueError(f"can't expand {self.shape} to {shape}: fewer dimensions")
+    base = (1,) * (len(shape) - self.ndim) + self.shape
+    new = tuple(b if s == -1 else s for s, b in zip(shape, base))
+    return self._new(self.uop.reshape(base).expand(new))
+  def expand_as(self, other: Tensor) -> Tensor: return self.expand(other.shape)
+  def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+    if len(arg) != self.ndim: raise ValueError(f"shrink needs one range per dimension of {self.shape}, got {arg}")
+    return self._new(self.uop.shrink(tuple((0, s) if a is None else a for a, s in zip(arg, self.shape))))
+  def flip(self, *axis) -> Tensor:
+    axes = {self._axis(a) for a in _flat_shape(axis)}
+    return self._new(self.uop.flip(tuple(i in axes for i in range(self.ndim))))
+  def pad(self, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """`padding` is torch's flat (left, right, top, bottom, ...) from the last dim, or one (before, after)/None per dim.
+    Negative amounts remove elements. Modes: constant, reflect, replicate, circular."""
+    if all(isinstance(p, int) for p in padding):
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"flat padding {padding} needs pairs for at most {self.ndim} dims")
+      pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
+    else:
+      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one pair per dimension of {self.shape}")
+      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"unknown pad mode {mode!r}")
+    x = self.shrink([(-min(a, 0), s + min(b, 0)) for (a, b), s in zip(pairs, self.shape)])
+    pos = [(max(a, 0), max(b, 0)) for a, b in pairs]
+    if mode == "constant":
+      out = x._new(x.uop.pad(tuple(pos)))
+      if value == 0: return out
+      inside = type(self)(type(self).full(x.shape, True, device=x.device).uop.pad(tuple(pos)))
+      return inside.where(out, value)
+    for d, (a, b) in enumerate(pos):
+      if a == 0 and b == 0: continue
+      n = x.shape[d]
+      if mode == "reflect" and (a >= n or b >= n): raise ValueError(f"reflect padding {a, b} must be smaller than dimension {d} of size {n}")
+      if mode == "circular" and (a > n or b > n): raise ValueError(f"circular padding {a, b} can't exceed dimension {d} of size {n}")
+      sl = lambda lo, hi: x.shrink([(lo, hi) if i == d else None for i in range(x.ndim)])
+      if mode == "reflect": left, right = sl(1, a + 1).flip(d), sl(n - b - 1, n - 1).flip(d)
+      elif mode == "replicate": left, right = sl(0, 1).expand(*[a if i == d else -1 for i in range(x.ndim)]), sl(n - 1, n).expand(*[b if i == d else -1 for i in range(x.ndim)])
+      else: left, right = sl(n - a, n), sl(0, b)
+      x = left.cat(x, right, dim=d)
+    return x
+
+  # ---------------- derived ----------------
+  def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+    order = list(range(self.ndim))
+    a, b = self._axis(dim0), self._axis(dim1)
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+  @property
+  def T(self) -> Tensor: return self.transpose()
+  def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if self.ndim == 0: return self.reshape(1)
+    a, b = self._axis(start_dim), self._axis(end_dim)
+    return self.reshape(*self.shape[:a], prod(self.shape[a:b + 1]), *self.shape[b + 1:])
+  def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = self._axis(dim)
+    return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
+  def squeeze(self, dim: int | None = None) -> Tensor:
+    if dim is None: return self.reshape(*[s for s in self.shape if s != 1])
+    d = self._axis(dim)
+    return self if self.shape[d] != 1 else self.reshape(*self.shape[:d], *self.shape[d + 1:])
+  def unsqueeze(self, dim: int) -> Tensor:
+    d = self._axis(dim, self.ndim + 1)
+    return self.reshape(*self.shape[:d], 1, *self.shape[d:])
+  def repeat(self, *repeats) -> Tensor:
+    repeats = _flat_shape(repeats)
+    if len(repeats) < self.ndim: raise ValueError(f"repeat needs at least {self.ndim} counts, got {repeats}")
+    base = (1,) * (len(repeats) - self.ndim) + self.shape
+    x = self.reshape(base)
+    interleaved = tuple(v for s in base for v in (1, s))
+    expanded = tuple(v for r, s in zip(repeats, base) for v in (r, s))
+    return x.reshape(interleaved).expand(expanded).reshape(*[r * s for r, s in zip(repeats, base)])
+  def repeat_interleave(self, repeats: int, dim: int | None = None) -> Tensor:
+    x, d = (self.flatten(), 0) if dim is None else (self, self._axis(dim))
+    return x.unsqueeze(d + 1).expand(*x.shape[:d + 1], repeats, *x.shape[d + 1:]).flatten(d, d + 1)
+  def roll(self, shifts, dims=None) -> Tensor:
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shifts, dims = (shifts,) if isinstance(shifts, int) else tuple(shifts), (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims): raise ValueError(f"roll got {len(shifts)} shifts for {len(dims)} dims")
+    x = self
+    for s, d in zip(shifts, dims):
+      d = x._axis(d)
+      n = x.shape[d]
+      if n == 0: continue
+      s %= n
+      if s: x = x.shrink([(n - s, n) if i == d else None for i in range(x.ndim)]).cat(x.shrink([(0, n - s) if i == d else None for i in range(x.ndim)]), dim=d)
+    return x
+
+  def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    tensors = [self, *others]
+    d = self._axis(dim)
+    for t in tensors:
+      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+        raise ValueError(f"cat needs equal shapes except in dimension {d}, got {[t.shape for t in tensors]}")
+    from ir.dtype import least_upper_dtype
+    dt = least_upper_dtype(*(t.dtype for t in tensors))
+    total, out, at = sum(t.shape[d] for t in tensors), None, 0
+    for t in tensors:
+      part = t.cast(dt).pad([(at, total - at - t.shape[d]) if i == d else None for i in range(self.ndim)])
+      out = part if out is None else out + part
+      at += t.shape[d]
+    return out
+  def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    d = self._axis(dim, self.ndim + 1)
+    return self.unsqueeze(d).cat(*(t.unsqueeze(d) for t in others), dim=d)
+  def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    d = self._axis(dim)
+    n = self.shape[d]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+    if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} don't add up to dimension {d} of size {n}")
+    out, at = [], 0
+    for s in sizes:
+      out.append(self.shrink([(at, at + s) if i == d else None for i in range(self.ndim)]))
+      at += s
+    return tuple(out)
+  def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0: raise ValueError(f"chunk needs a positive number of chunks, got {chunks}")
+    n = self.shape[self._axis(dim)]
+    return self.split(max(-(-n // chunks), 1), dim)
+  def unbind(self, dim: int = 0) -> tuple[Tensor, ...]: return tuple(t.squeeze(dim) for t in self.split(1, dim))
+  def meshgrid(self, *others: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+    if indexing not in ("ij", "xy"): raise ValueError(f"indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = [self, *others]
+    if indexing == "xy" and len(ts) >= 2: ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    out = [t.reshape(*[-1 if i == j else 1 for j in range(len(ts))]).expand(shape) for i, t in enumerate(ts)]
+    if indexing == "xy" and len(ts) >= 2: out = [o.transpose(0, 1) for o in out]; out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+  def tril(self, diagonal: int = 0) -> Tensor: return self._tri(diagonal, lower=True)
+  def triu(self, diagonal: int = 0) -> Tensor: return self._tri(diagonal, lower=False)
+  def _tri(self, diagonal: int, lower: bool) -> Tensor:
+    if self.ndim < 2: raise ValueError(f"tril/triu need at least 2 dimensions, got shape {self.shape}")
+    r, c = self.shape[-2:]
+    rows, cols = type(self).arange(r, device=self.device).reshape(r, 1), type(self).arange(c, device=self.device).reshape(1, c)
+    keep = (cols <= rows + diagonal) if lower else (cols >= rows + diagonal)
+    return keep.where(self, 0)
+  def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    a, b = self._axis(dim1), self._axis(dim2)
+    rest = [i for i in range(self.ndim) if i not in (a, b)]
+    x = self.permute(*rest, a, b)
+    n, m = x.shape[-2:]
+    x = x[..., max(-offset, 0):, max(offset, 0):] if offset else x
+    k = max(min(x.shape[-2], x.shape[-1]), 0)
+    x = x[..., :k, :k].flatten(-2, -1)
+    return x.pad([None] * (x.ndim - 1) + [(0, k)])[..., :k * (k + 1)].reshape(*x.shape[:-1], k, k + 1)[..., 0] if k else x.reshape(*x.shape[:-1], 0)
+  def diag(self) -> Tensor:
+    if self.ndim == 1: return self.unsqueeze(1) * (self.eye(self.shape[0], device=self.device, dtype=self.dtype))
+    if self.ndim == 2: return self.diagonal()
+    raise ValueError(f"diag needs a 1-d or 2-d tensor, got shape {self.shape}")
+
+  # ---------------- selection with index tensors ----------------
+  def _onehot(self, n: int, axis_after: int = -1) -> Tensor:
+    """(self[..., None] == arange(n)): a bool mask with the class axis last; negative indices wrap."""
+    idx = (self < 0).where(self + n, self) if not dtypes.is_unsigned(self.dtype) else self
+    return idx.unsqueeze(-1) == type(self).arange(n, device=self.device, dtype=idx.dtype)
+  def one_hot(self, num_classes: int = -1) -> Tensor:
+    if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an integer tensor, got {self.dtype}")
+    if num_classes == -1: num_classes = int(self.max().item()) + 1
+    return self._onehot(num_classes).cast(dtypes.default_int)
+  def gather(self, dim: int, index: Tensor) -> Tensor:
+    d = self._axis(dim)
+    if index.ndim != self.ndim or any(i > s for j, (i, s) in enumerate(zip(index.shape, self.shape)) if j != d):
+      raise ValueError(f"gather index shape {index.shape} doesn't fit input {self.shape} at dim {d}")
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    n = self.shape[d]
+    x = self.shrink([None if j == d else (0, i) for j, i in enumerate(index.shape)]).unsqueeze(d)   # (.., 1, n, ..)
+    mask = index._onehot(n).permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))          # (.., k, n, ..)
+    return mask.where(x, 0).sum(d + 1, dtype=self.dtype)
+  def take_along_dim(self, indices: Tensor, dim: int) -> Tensor: return self.gather(dim, indices)
+  def _scatter_mask(self, dim: int, index: Tensor) -> tuple[int, Tensor]:
+    d = self._axis(dim)
+    if index.ndim != self.ndim: raise ValueError(f"scatter index must have {self.ndim} dims, got shape {index.shape}")
+    if not dtypes.is_int(index.dtype): raise TypeError(f"scatter index must be an integer tensor, got {index.dtype}")
+    n = self.shape[d]
+    mask = index._onehot(n).permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))  # (.., k, n, ..)
+    pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
+    return d, mask.pad(pads[:d + 1] + [None] + pads[d + 1:])
+  def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
+    """out[.., index[i], ..] = src[i] along `dim` (reduce: None, 'add' or 'multiply')."""
+    if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    return self.scatter_reduce(dim, index, src, {None: "replace", "add": "sum", "multiply": "prod"}[reduce])
+  def scatter_reduce(self, dim: int, index: Tensor, src: Tensor | float, reduce: str, include_self: bool = True) -> Tensor:
+    if reduce not in ("replace", "sum", "prod", "mean", "amax", "amin"): raise ValueError(f"unknown scatter_reduce reduction {reduce!r}")
+    d, mask = self._scatter_mask(dim, index)
+    src_t = src if isinstance(src, type(self)) else type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
+    src_t = src_t.shrink([(0, s) for s in index.shape]).cast(self.dtype)
+    pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
+    vals = src_t.pad(pads).unsqueeze(d + 1)                      # (.., k, 1, ..)
+    hit = mask.any(d)                                            # (.., n, ..)
+    if reduce == "replace": return hit.where(mask.where(vals, 0).sum(d, dtype=self.dtype), self)
+    if reduce in ("sum", "mean"):
+      total = mask.where(vals, 0).sum(d, dtype=self.dtype)
+      count = mask.sum(d, dtype=dtypes.default_int)
+      if reduce == "sum": return total + self if include_self else hit.where(total, self)
+      summed, n = (total + self, count + 1) if include_self else (total, count)
+      return hit.where(summed / n if dtypes.is_float(self.dtype) else summed // n.cast(self.dtype), self)
+    if reduce == "prod":
+      out = mask.where(vals, 1).prod(d)
+      return out * self if include_self else hit.where(out, self)
+    big = float("inf") if dtypes.is_float(self.dtype) else dtypes.max(self.dtype)
+    small = -big if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
+    out = mask.where(vals, small).max(d) if reduce == "amax" else mask.where(vals, big).min(d)
+    if include_self: out = out.maximum(self) if reduce == "amax" else out.minimum(self)
+    return hit.where(out, self)
+  def masked_fill(self, mask: Tensor, value) -> Tensor: return mask.where(value, self)
+  def masked_select(self, mask: Tensor) -> Tensor:
+    """The elements where mask is true, as a 1-d tensor (reads the mask: not lazy)."""
+    mask_np = mask._broadcast_to(self.shape).numpy().astype(bool)
+    return self.flatten()[type(self)(np.flatnonzero(mask_np).astype(np.int32), device=self.device)] if mask_np.any() else type(self).zeros(0, dtype=self.dtype, device=self.device)
+  def nonzero(self) -> Tensor:
+    return type(self)(np.argwhere(self.numpy()).astype(np.int32), device=self.device)
+
+  # ---------------- [] ----------------
+  def _normalize_index(self, indices) -> list:
+    """Indices as a list with one entry per dim (Ellipsis expanded, trailing dims filled); lists and arrays become
+    tensors, a bool mask becomes the integer tensors of its true positions, ints mixed with tensors become tensors."""
+    if not isinstance(indices, tuple): indices = (indices,)
+    out: list = []
+    for i in indices:
+      if isinstance(i, (list, np.ndarray)): i = type(self)(np.asarray(i), device=self.device)
+      if isinstance(i, type(self)) and i.dtype == dtypes.bool:  # a bool mask selects where it is true: read it once
+        out.extend(type(self)(a.astype(np.int32), device=self.device) for a in np.nonzero(i.numpy()))
+        continue
+      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice, type(self)))):
+        raise IndexError(f"invalid index {i!r} of type {type(i).__name__}")
+      if isinstance(i, type(self)) and not dtypes.is_int(i.dtype): raise IndexError(f"index tensors must be integer or bool, got {i.dtype}")
+      out.append(i)
+    ellipses = [k for k, i in enumerate(out) if i is Ellipsis]
+    if len(ellipses) > 1: raise IndexError("an index can only have a single ellipsis")
+    consumed = sum(1 for i in out if i is not None and i is not Ellipsis)
+    if consumed > self.ndim: raise IndexError(f"too many indices for a tensor of dimension {self.ndim}")
+    fill = [slice(None)] * (self.ndim - consumed)
+    out = out[:ellipses[0]] + fill + out[ellipses[0] + 1:] if ellipses else out + fill
+    if any(isinstance(i, type(self)) for i in out):
+      for k, i in enumerate(out):
+        if isinstance(i, int):
+          n = self.shape[sum(1 for j in out[:k] if j is not None)]
+          if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {k} with size {n}")
+          out[k] = type(self)(i, device=self.device)
+    return out
+
+  def _basic_index(self, idx: list) -> tuple[Tensor, list[tuple[int, Tensor]]]:
+    """Apply ints, slices and None; return the view and the (dim in the view, index tensor) pairs left to apply."""
+    x, dim, squeeze, tensors, new_shape_dims = self, 0, [], [], []
+    for i in idx:
+      if i is None:
+        x = x.unsqueeze(dim); dim += 1
+        continue
+      n = x.shape[dim]
+      if isinstance(i, type(self)): tensors.append((dim, i)); dim += 1; continue
+      if isinstance(i, int):
+        if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+        i = i + n if i < 0 else i
+        x = x.shrink([(i, i + 1) if k == dim else None for k in range(x.ndim)])
+        squeeze.append(dim); dim += 1
+        continue
+      start, stop, step = i.indices(n)
+      count = len(range(start, stop, step))
+      if step < 0: x, start, step = x.flip(dim), n - 1 - start, -step
+      x = x.shrink([(start, start + (count - 1) * step + 1 if count else start) if k == dim else None for k in range(x.ndim)])
+      if step > 1 and count > 1:
+        x = x.pad([(0, count * step - x.shape[dim]) if k == dim else None for k in range(x.ndim)])
+        x = x.reshape(*x.shape[:dim], count, step, *x.shape[dim + 1:]).shrink([(0, 1) if k == dim + 1 else None for k in range(x.ndim + 1)])
+        x = x.reshape(*x.shape[:dim + 1], *x.shape[dim + 2:])
+      dim += 1
+    keep = [k for k in range(x.ndim) if k not in squeeze]
+    remap = {k: n for n, k in enumerate(keep)}
+    return x.reshape(*[x.shape[k] for k in keep]), [(remap[d], t) for d, t in tensors]
+
+  def __getitem__(self, indices) -> Tensor:
+    x, tensors = self._basic_index(self._normalize_index(indices))
+    if not tensors: return x
+    return x._advanced_index(tensors)
+
+  def _advanced_index(self, tensors: list[tuple[int, Tensor]]) -> Tensor:
+    dims = [d for d, _ in tensors]
+    bshape = broadcast_shape(*(t.shape for _, t in tensors))
+    idx = [t._broadcast_to(bshape) for _, t in tensors]
+    rest = [d for d in range(self.ndim) if d not in dims]
+    x = self.permute(*dims, *rest)                                          # (n_1..n_k, rest)
+    nb, k = len(bshape), len(dims)
+    x = x.reshape(*(1,) * nb, *x.shape)                                     # (1.., n_1..n_k, rest)
+    mask = None
+    for j, (d, t) in enumerate(zip(dims, idx)):
+      m = t._onehot(self.shape[d]).reshape(*bshape, *[self.shape[d] if q == j else 1 for q in range(k)])
+      mask = m if mask is None else mask & m
+    mask = mask.reshape(*mask.shape, *(1,) * len(rest))
+    out = mask.where(x, 0).sum(tuple(range(nb, nb + k)), dtype=self.dtype) if k else x  # (B, rest)
+    adjacent = dims == list(range(dims[0], dims[0] + k))
+    if adjacent and dims[0] > 0:
+      out = out.permute(*range(nb, nb + dims[0]), *range(nb), *range(nb + dims[0], out.ndim))
+    return out
+
+  def __setitem__(self, indices, value) -> None:
+    idx = self._normalize_index(indices)
+    value = value if isinstance(value, type(self)) else type(self)(value, device=self.device, dtype=self.dtype)
+    if self.uop.base.op is not Ops.BUFFER: self.realize()
+    if not any(isinstance(i, type(self)) for i in idx):
+      view, _ = self._basic_index(idx)
+      view.assign(value._broadcast_to(view.shape).cast(self.dtype)).realize()
+      return
+    # integer tensors: compute the updated tensor with masks (for repeated indices the last one wins)
+    positions = type(self).arange(self.numel(), device=self.device).reshape(self.shape)
+    chosen = positions[tuple(indices) if isinstance(indices, tuple) else indices]
+    value = value._broadcast_to(chosen.shape).cast(self.dtype).flatten()
+    flat_pos = chosen.flatten()
+    order = type(self).arange(flat_pos.numel(), device=self.device) + 1
+    hits = flat_pos._onehot(self.numel())                                    # (m, numel)
+    winner = hits.where(order.unsqueeze(1), 0).max(0)                        # (numel,): 1 + last writer, 0 if none
+    pick = (winner.unsqueeze(0) == order.unsqueeze(1)) & hits                # (m, numel)
+    new = pick.where(value.unsqueeze(1), 0).sum(0, dtype=self.dtype)
+    self.assign((winner > 0).where(new, self.flatten()).reshape(self.shape)).realize()

@@ -1,0 +1,261 @@
+"""Processing ops: matrix products, einsum, convolutions and pooling (over sliding-window views), interpolation,
+normalization, dropout and attention."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING, Callable, Sequence
+from ir.dtype import DType, dtypes
+from ir.helpers import ceildiv, flatten, prod
+from ir.switches import TRAINING
+
+if TYPE_CHECKING: from tg.tensor import Tensor
+
+def _tuple(x, n: int) -> tuple[int, ...]:
+  if isinstance(x, int): return (x,) * n
+  x = tuple(x)
+  if len(x) != n: raise ValueError(f"expected {n} values, got {x}")
+  return x
+
+def _conv_padding(padding, n: int) -> list[tuple[int, int]]:
+  """int, one int per spatial dim, or torch's flat (left, right, top, bottom, ...) from the last dim."""
+  if isinstance(padding, int): return [(padding, padding)] * n
+  padding = tuple(padding)
+  if len(padding) == n: return [(p, p) for p in padding]
+  if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
+  raise ValueError(f"padding {padding} doesn't fit {n} spatial dims")
+
+class ProcessingMixin:
+  __slots__ = ()
+
+  # ---------------- products ----------------
+  def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    x = self
+    if x.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-d tensors, got {x.shape} and {w.shape}")
+    k = x.shape[-1]
+    wk = w.shape[-2] if w.ndim > 1 else w.shape[0]
+    if k != wk: raise ValueError(f"matmul shapes {x.shape} and {w.shape} don't match: inner dimensions {k} and {wk}")
+    squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
+    if squeeze_rows: x = x.reshape(1, k)
+    if squeeze_cols: w = w.reshape(k, 1)
+    x = x.reshape(*x.shape[:-1], 1, k)                       # (..., n, 1, k)
+    wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
+    out = (x * wt).sum(-1, dtype=dtype)
+    if squeeze_cols: out = out.squeeze(-1)
+    if squeeze_rows: out = out.squeeze(-2 if not squeeze_cols else -1)
+    return out
+  def matmul(self, w: Tensor, dtype: DType | str | None = None) -> Tensor: return self.dot(w, dtype)
+  def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """self @ weight + bias, with weight of shape (in, out) (a 1-d weight scales elementwise)."""
+    out = self * weight if weight.ndim == 1 else self.dot(weight)
+    return out + bias if bias is not None else out
+  def sequential(self, layers: Sequence[Callable]) -> Tensor:
+    out = self
+    for f in layers: out = f(out)
+    return out
+
+  @staticmethod
+  def einsum(formula: str, *operands: Tensor) -> Tensor:
+    """Einstein summation, e.g. "ij,jk->ik", with "..." for broadcast dims and repeated letters for diagonals."""
+    lhs, arrow, rhs = formula.replace(" ", "").partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(operands): raise ValueError(f"einsum {formula!r} names {len(inputs)} operands, got {len(operands)}")
+    ell_dims = max((t.ndim - len(s.replace("...", "")) for s, t in zip(inputs, operands) if "..." in s), default=0)
+    ell = "".join(chr(0x391 + i) for i in range(ell_dims))  # letters no formula uses
+    inputs = [s.replace("...", ell[len(ell) - (t.ndim - len(s.replace('...', ''))):] if "..." in s else "") for s, t in zip(inputs, operands)]
+    if not arrow: rhs = ell + "".join(sorted(c for c in set("".join(inputs)) - set(ell) if "".join(inputs).count(c) == 1))
+    else: rhs = rhs.replace("...", ell)
+    sizes: dict[str, int] = {}
+    prepared = []
+    for letters, t in zip(inputs, operands):
+      if len(letters) != t.ndim: raise ValueError(f"einsum operand {letters!r} doesn't match shape {t.shape}")
+      while len(set(letters)) != len(letters):  # repeated letter: take the diagonal
+        c = next(c for c in letters if letters.count(c) > 1)
+        i, j = letters.index(c), letters.index(c, letters.index(c) + 1)
+        t = t.diagonal(0, i, j)
+        letters = "".join(x for k, x in enumerate(letters) if k not in (i, j)) + c
+      for c, s in zip(letters, t.shape):
+        if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1: raise ValueError(f"einsum letter {c!r} has sizes {sizes[c]} and {s}")
+        sizes[c] = max(sizes[c], s)
+      prepared.append((letters, t))
+    order = list(dict.fromkeys("".join(l for l, _ in prepared) + rhs))
+    out = None
+    for letters, t in prepared:
+      t = t.permute(*[letters.index(c) for c in order if c in letters]).reshape(*[t.shape[letters.index(c)] if c in letters else 1 for c in order])
+      out = t if out is None else out * t
+    summed = [i for i, c in enumerate(order) if c not in rhs]
+    out = out.expand(*[sizes[c] for c in order]).sum(summed) if summed else out.expand(*[sizes[c] for c in order])
+    kept = [c for c in order if c in rhs]
+    return out.permute(*[kept.index(c) for c in rhs]) if kept else out
+
+  # ---------------- sliding windows ----------------
+  def _pool(self, kernel: tuple[int, ...], stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1) -> Tensor:
+    """(..., *spatial) -> (..., *out, *kernel): every window of the last len(kernel) dims, as views."""
+    n = len(kernel)
+    if self.ndim < n: raise ValueError(f"a {n}-d window needs at least {n} dims, got shape {self.shape}")
+    stride, dilation = _tuple(stride, n), _tuple(dilation, n)
+    x = self
+    for i, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
+      dim = self.ndim - n + i  # spatial dims keep their place; each window axis is appended at the end
+      size = x.shape[dim]
+      span = d * (k - 1) + 1
+      if size < span: raise ValueError(f"window {k} (dilation {d}) is larger than input size {size} in dim {dim}")
+      out = (size - span) // s + 1
+      # k copies of the axis laid end to end, re-cut into rows of size+d: row r starts d*r further in
+      reps = ceildiv(k * (size + d), size)
+      y = x.unsqueeze(dim).expand(*x.shape[:dim], reps, *x.shape[dim:]).flatten(dim, dim + 1)
+      y = y.shrink([(0, k * (size + d)) if j == dim else None for j in range(y.ndim)])
+      y = y.reshape(*y.shape[:dim], k, size + d, *y.shape[dim + 1:])
+      keep = out * s
+      y = y.pad([(0, max(keep - (size + d), 0)) if j == dim + 1 else None for j in range(y.ndim)])
+      y = y.shrink([(0, keep) if j == dim + 1 else None for j in range(y.ndim)])
+      y = y.reshape(*y.shape[:dim + 1], out, s, *y.shape[dim + 2:]).shrink([(0, 1) if j == dim + 2 else None for j in range(y.ndim + 1)])
+      y = y.reshape(*y.shape[:dim + 2], *y.shape[dim + 3:])    # (..., k, out, ...)
+      x = y.permute(*[j for j in range(y.ndim) if j != dim], dim)  # window axis to the end
+    return x
+
+  def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
+             dtype: DType | str | None = None) -> Tensor:
+    """N-d convolution (N from the weight): self (batch, cin, *spatial), weight (cout, cin/groups, *kernel)."""
+    n = weight.ndim - 2
+    if n < 1: raise ValueError(f"conv weight needs at least 3 dims (cout, cin/groups, *kernel), got {weight.shape}")
+    if self.ndim != n + 2: raise ValueError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
+    bs, cin = self.shape[:2]
+    cout, cin_g = weight.shape[:2]
+    if cin != cin_g * groups or cout % groups: raise ValueError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
+    if isinstance(padding, str):
+      if padding != "same" or any(s != 1 for s in _tuple(stride, n)): raise ValueError(f"padding={padding!r} needs 'same' and stride 1")
+      total = [d * (k - 1) for d, k in zip(_tuple(dilation, n), weight.shape[2:])]
+      pads = [(t // 2, t - t // 2) for t in total]
+    else: pads = _conv_padding(padding, n)
+    x = self.pad([None, None, *pads])._pool(weight.shape[2:], stride, dilation)    # (bs, cin, *out, *k)
+    out_sp = x.shape[2:2 + n]
+    x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])
+    w = weight.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
+    out = (x * w).sum([3, *range(4 + n, 4 + 2 * n)], dtype=dtype).reshape(bs, cout, *out_sp)
+    return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
+  def conv1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv2d(weight, bias, **kw)
+
+  def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
+                       output_padding=0) -> Tensor:
+    """The gradient of conv2d with respect to its input: weight (cin, cout/groups, *kernel)."""
+    n = weight.ndim - 2
+    stride, dilation, out_pad = _tuple(stride, n), _tuple(dilation, n), _tuple(output_padding, n)
+    pads = _conv_padding(padding, n)
+    cin, cout_g = weight.shape[:2]
+    if self.ndim != n + 2 or self.shape[1] != cin: raise ValueError(f"conv_transpose input {self.shape} doesn't match weight {weight.shape}")
+    x = self
+    for i, s in enumerate(stride):  # insert s-1 zeros between inputs
+      if s == 1: continue
+      dim = 2 + i
+      size = x.shape[dim]
+      x = x.unsqueeze(dim + 1).pad([(0, s - 1) if j == dim + 1 else None for j in range(x.ndim + 1)]).flatten(dim, dim + 1)
+      x = x.shrink([(0, (size - 1) * s + 1) if j == dim else None for j in range(x.ndim)])
+    w = weight.reshape(groups, cin // groups, cout_g, *weight.shape[2:]).transpose(1, 2).reshape(groups * cout_g, cin // groups, *weight.shape[2:])
+    w = w.flip(*range(2, 2 + n))
+    conv_pads = flatten([[d * (k - 1) - p_lo, d * (k - 1) - p_hi + op] for (p_lo, p_hi), d, k, op in zip(pads, dilation, weight.shape[2:], out_pad)][::-1])
+    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=conv_pads)
+  def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv_transpose2d(weight, bias, **kw)
+
+  def _pool_prepare(self, kernel_size, stride, dilation, padding, ceil_mode: bool, fill: float) -> tuple[Tensor, tuple, list]:
+    n = len(_tuple(kernel_size, 2)) if not isinstance(kernel_size, int) else 2
+    k = _tuple(kernel_size, n)
+    s = _tuple(stride if stride is not None else k, n)
+    d = _tuple(dilation, n)
+    pads = _conv_padding(padding, n)
+    if any(lo > kk // 2 for (lo, _), kk in zip(pads, k)): raise ValueError(f"pool padding {padding} should be at most half of kernel {k}")
+    extra = []
+    for i, ((lo, hi), kk, ss, dd) in enumerate(zip(pads, k, s, d)):
+      size = self.shape[self.ndim - n + i] + lo + hi
+      span = dd * (kk - 1) + 1
+      out = (ceildiv(size - span, ss) if ceil_mode else (size - span) // ss) + 1
+      if ceil_mode and (out - 1) * ss >= self.shape[self.ndim - n + i] + lo: out -= 1  # torch: the last window must start inside
+      extra.append(max((out - 1) * ss + span - size, 0))
+    all_pads = [(lo, hi + e) for (lo, hi), e in zip(pads, extra)]
+    return self.pad([None] * (self.ndim - n) + all_pads, value=fill), (k, s, d), all_pads
+
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    x, (k, s, d), all_pads = self._float()._pool_prepare(kernel_size, stride, dilation, padding, ceil_mode, 0.0)
+    windows = x._pool(k, s, d)
+    n = len(k)
+    total = windows.sum(tuple(range(-n, 0)))
+    pads, spatial = _conv_padding(padding, n), self.shape[-n:]
+    if count_include_pad:  # explicit padding counts, the extra right padding of ceil_mode does not
+      counted = type(self).ones(*[sz + lo + hi for sz, (lo, hi) in zip(spatial, pads)], device=self.device)
+      counted = counted.pad([(0, hi - p_hi) for (_, hi), (_, p_hi) in zip(all_pads, pads)])
+    else: counted = type(self).ones(*spatial, device=self.device).pad(all_pads)
+    divisor = counted._pool(k, s, d).sum(tuple(range(-n, 0)))
+    return total / divisor
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
+    low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
+    x, (k, s, d), all_pads = self._pool_prepare(kernel_size, stride, dilation, padding, ceil_mode, low)
+    n = len(k)
+    windows = x._pool(k, s, d)
+    out = windows.max(tuple(range(-n, 0)))
+    if not return_indices: return out
+    spatial = self.shape[-n:]
+    pos = type(self).arange(prod(spatial), device=self.device, dtype=dtypes.int32).reshape(*spatial)
+    pos = (pos + 1).pad(all_pads)._pool(k, s, d) - 1   # padding reads as -1
+    hit = windows == out.reshape(*out.shape, *[1] * n)
+    first = hit.where(pos, prod(spatial)).min(tuple(range(-n, 0)))
+    return out, first.cast(dtypes.int64)
+  def avg_pool1d(self, kernel_size=2, stride=None, **kw) -> Tensor: return self.avg_pool2d((kernel_size,) if isinstance(kernel_size, int) else kernel_size, stride, **kw)
+  def max_pool1d(self, kernel_size=2, stride=None, **kw): return self.max_pool2d((kernel_size,) if isinstance(kernel_size, int) else kernel_size, stride, **kw)
+
+  def interpolate(self, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
+    """Resize the trailing len(size) dims ("linear" is bilinear/trilinear on 2/3 dims)."""
+    if mode not in ("linear", "nearest", "nearest-exact"): raise ValueError(f"unknown interpolate mode {mode!r}")
+    size = tuple(size)
+    if len(size) > self.ndim: raise ValueError(f"interpolate size {size} has more dims than input {self.shape}")
+    x = self
+    for i, out in enumerate(size):
+      dim = self.ndim - len(size) + i
+      n = x.shape[dim]
+      pos = type(self).arange(out, device=self.device, dtype=dtypes.float32)
+      if mode == "nearest": src = (pos * (n / out)).floor()
+      elif mode == "nearest-exact": src = ((pos + 0.5) * (n / out)).floor()
+      elif align_corners: src = pos * ((n - 1) / (out - 1)) if out > 1 else pos * 0
+      else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
+      index = [slice(None)] * x.ndim
+      if mode != "linear":
+        index[dim] = src.clamp(max_=n - 1).cast(dtypes.int32)
+        x = x[tuple(index)]
+        continue
+      lo = src.floor().clamp(max_=n - 1)
+      w = (src - lo).reshape(*[out if j == dim else 1 for j in range(x.ndim)])
+      lo_i, hi_i = lo.cast(dtypes.int32), (lo + 1).clamp(max_=n - 1).cast(dtypes.int32)
+      index[dim] = lo_i
+      a = x[tuple(index)]
+      index[dim] = hi_i
+      x = a * (1 - w) + x[tuple(index)] * w
+    return x
+
+  # ---------------- normalization, dropout, attention ----------------
+  def layernorm(self, axis=-1, eps: float = 1e-5) -> Tensor:
+    x = self._float()
+    y = x - x.mean(axis, keepdim=True)
+    return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
+  def batchnorm(self, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis: int | tuple = 1) -> Tensor:
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(self._axis(a) for a in axes)
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    out = x * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+    return out + bias.reshape(shape) if bias is not None else out
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    norm = (self.abs() ** p).sum(dim, keepdim=True) ** (1 / p)
+    return self / norm.maximum(eps)
+  def dropout(self, p: float = 0.5) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1/(1-p), only while TRAINING."""
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not TRAINING or p == 0: return self
+    if p == 1: return self * 0
+    keep = type(self).rand(*self.shape, device=self.device) >= p
+    return keep.where(self, 0) * (1 / (1 - p))
+  def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False) -> Tensor:
+    scores = self.matmul(key.transpose(-1, -2)) / math.sqrt(self.shape[-1])
+    if is_causal:
+      attn_mask = type(self).ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril()
+    if attn_mask is not None:
+      scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype == dtypes.bool else scores + attn_mask
+    return scores.softmax(-1).dropout(dropout_p).matmul(value)

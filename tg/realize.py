@@ -1,0 +1,73 @@
+"""Running a schedule: each kernel AST is compiled once per device (cached) and called with its buffers; copies move
+bytes between devices. DEBUG>=2 prints one line per call; GlobalCounters add up kernels, ops, bytes and time."""
+from __future__ import annotations
+import time
+from ir.ops import Ops
+from ir.switches import DEBUG, NOOPT
+from ir.helpers import colored
+from ir.uop import UOp
+from codegen.program import get_program
+from codegen.renderer import ProgramSpec
+from drivers.device import Buffer, Device, GlobalCounters
+from tg.schedule import ScheduleItem
+
+def print_ast(ast: UOp) -> None:
+  """The kernel AST as one line per node (DEBUG=5)."""
+  order = ast.toposort()
+  name = {u: f"c{i}" for i, u in enumerate(order)}
+  for u in order:
+    srcs = ", ".join(name[s] for s in u.src)
+    arg = f", {u.arg!r}" if u.arg is not None else ""
+    print(f"{name[u]} = UOp({u.op!r}, {u.dtype!r}, ({srcs}{',' if len(u.src) == 1 else ''}){arg})")
+
+class CompiledRunner:
+  def __init__(self, device: str, ast: UOp):
+    self.device, self.dev = device, Device[device]
+    if DEBUG >= 5: print_ast(ast)
+    self.spec: ProgramSpec = get_program(ast, self.dev.renderer, [] if NOOPT else None)
+    if DEBUG >= 3: print(f"{self.spec.name:<46s} opts: {tuple(self.spec.applied_opts)}")
+    if DEBUG >= 4: print(self.spec.src)
+    st = time.perf_counter()
+    self.lib = self.dev.compiler.compile_cached(self.spec.src)
+    self.compile_s = time.perf_counter() - st
+    self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
+    self.first_run = True
+
+  def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], jit: bool = False) -> float:
+    vals = tuple(var_vals[v.arg[0]] for v in self.spec.vars)
+    et = self.prg(*[b._buf for b in bufs], global_size=self.spec.global_size, local_size=self.spec.local_size, vals=vals, wait=True)
+    self.record(et, len(bufs), jit)
+    return et
+
+  def record(self, et: float, nbufs: int, jit: bool) -> None:
+    GlobalCounters.kernel_count += 1
+    GlobalCounters.global_ops += self.spec.flops
+    GlobalCounters.global_mem += self.spec.mem_bytes
+    GlobalCounters.time_sum_s += et
+    if DEBUG >= 2:
+      color = "magenta" if jit else ("green" if self.first_run else None)
+      print(f"{colored(f'*** {self.device[:7]:7s} {GlobalCounters.kernel_count:4d}', color)} {self.spec.name:46s} arg {nbufs:2d} "
+            f"mem {GlobalCounters.mem_used / 1e9:6.2f} GB tm {et * 1e6:9.2f}us/{GlobalCounters.time_sum_s * 1e3:9.2f}ms "
+            f"({self.spec.flops / max(et, 1e-9) / 1e9:7.0f} GFLOPS {self.spec.mem_bytes / max(et, 1e-9) / 1e9:5.0f}|0      GB/s)")
+    self.first_run = False
+
+_runners: dict[tuple[str, UOp], CompiledRunner] = {}
+
+def get_runner(device: str, ast: UOp) -> CompiledRunner:
+  key = (device, ast)
+  if (runner := _runners.get(key)) is None: runner = _runners[key] = CompiledRunner(device, ast)
+  return runner
+
+def run_copy(dest: Buffer, src: Buffer) -> float:
+  st = time.perf_counter()
+  src.ensure_allocated()
+  dest.copyin(memoryview(src.as_bytes()))
+  et = time.perf_counter() - st
+  if DEBUG >= 2: print(f"*** {dest.device[:7]:7s} {'':4s} copy {dest.nbytes:8d} B, {dest.device:>7s} <- {src.device:7s}")
+  return et
+
+def run_schedule(schedule: list[ScheduleItem]) -> None:
+  for item in schedule:
+    for b in item.bufs: b.ensure_allocated()
+    if item.ast.op is Ops.COPY: run_copy(item.bufs[0], item.bufs[1])
+    else: get_runner(item.bufs[0].device, item.ast)(item.bufs, item.var_vals)

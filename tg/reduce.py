@@ -1,0 +1,177 @@
+"""Reductions and what is built on them: sum/prod/max/min and statistics, arg-reductions, softmax, cumulative ops
+(over sliding windows, blocked for long axes), and sorting (a bitonic network of compare-exchange steps)."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING
+from ir.dtype import DType, dtypes, to_dtype
+from ir.helpers import prod
+from ir.ops import Ops
+
+if TYPE_CHECKING: from tg.tensor import Tensor
+
+# cumulative ops on an axis longer than this work block by block, so the work stays n * CUM_BLOCK
+CUM_BLOCK = 256
+
+def sum_dtype(dt: DType) -> DType:
+  """What a sum accumulates in: small ints in int32, unsigned in uint32, low-precision floats in float32."""
+  if dt in (dtypes.bool, dtypes.int8, dtypes.int16): return dtypes.int32
+  if dt in (dtypes.uint8, dtypes.uint16): return dtypes.uint32
+  if dt in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2): return dtypes.float32
+  return dt
+
+class ReduceMixin:
+  __slots__ = ()
+
+  def _axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(sorted({self._axis(a) for a in axes}))
+    if len(out) != len(axes): raise ValueError(f"repeated axis in {axis}")
+    return out
+  def _reduce(self, op: Ops, axis, keepdim: bool) -> Tensor:
+    axes = self._axes(axis)
+    if self.ndim == 0: return self
+    if any(self.shape[a] == 0 for a in axes) and op is Ops.MAX: raise ValueError(f"max/min of an empty axis (shape {self.shape}, axis {axis})")
+    out = self._new(self.uop.r(op, axes))
+    return out if keepdim else out.reshape(*[s for i, s in enumerate(self.shape) if i not in axes])
+
+  def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    acc = to_dtype(dtype) if dtype is not None else sum_dtype(self.dtype)
+    out = self.cast(acc)._reduce(Ops.ADD, axis, keepdim)
+    return out.cast(self.dtype) if dtype is None and acc != self.dtype and dtypes.is_float(self.dtype) else out
+  def prod(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    acc = to_dtype(dtype) if dtype is not None else sum_dtype(self.dtype)
+    out = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
+    return out.cast(self.dtype) if dtype is None and acc != self.dtype and dtypes.is_float(self.dtype) else out
+  def max(self, axis=None, keepdim: bool = False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdim)
+  def min(self, axis=None, keepdim: bool = False) -> Tensor:
+    if dtypes.is_float(self.dtype): return -((-self).max(axis, keepdim))
+    return ~((~self).max(axis, keepdim))  # ~ reverses the order of ints without overflow
+  def any(self, axis=None, keepdim: bool = False) -> Tensor: return self.cast(dtypes.bool).max(axis, keepdim)
+  def all(self, axis=None, keepdim: bool = False) -> Tensor: return self.cast(dtypes.bool).logical_not().any(axis, keepdim).logical_not()
+  def mean(self, axis=None, keepdim: bool = False) -> Tensor:
+    x = self._float()
+    n = prod(self.shape[a] for a in self._axes(axis))
+    return x.sum(axis, keepdim) / n if n else x.sum(axis, keepdim) * math.nan
+  def var(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor:
+    x = self._float()
+    n = prod(self.shape[a] for a in self._axes(axis))
+    dev = x - x.mean(axis, keepdim=True)
+    return (dev * dev).sum(axis, keepdim) / max(n - correction, 0)
+  def std(self, axis=None, keepdim: bool = False, correction: int = 1) -> Tensor: return self.var(axis, keepdim, correction).sqrt()
+  def var_mean(self, axis=None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis=None, keepdim: bool = False, correction: int = 1) -> tuple[Tensor, Tensor]:
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+
+  def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum (int32)."""
+    if axis is None: return self.flatten().argmax(0).reshape(*([1] * self.ndim if keepdim else []))
+    a = self._axis(axis)
+    n = self.shape[a]
+    if n == 0: raise ValueError(f"argmax of an empty axis (shape {self.shape})")
+    countdown = type(self).arange(n, 0, -1, device=self.device, dtype=dtypes.int32).reshape(*[n if i == a else 1 for i in range(self.ndim)])
+    hit = self == self.max(a, keepdim=True)
+    return (n - hit.where(countdown, 0).max(a, keepdim)).cast(dtypes.int32)
+  def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    return (-self if dtypes.is_float(self.dtype) else ~self).argmax(axis, keepdim)
+
+  def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
+    m = self.max(axis, keepdim=True)
+    m = m.isinf().where(0, m)  # all -inf (or inf) rows: let the log give the answer
+    out = (self - m).exp().sum(axis, keepdim=True).log() + m
+    return out if keepdim else out.reshape(*[s for i, s in enumerate(self.shape) if i not in self._axes(axis)])
+  def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    x = self.cast(dtype) if dtype is not None else self._float()
+    e = (x - x.max(axis, keepdim=True)).exp()
+    return e / e.sum(axis, keepdim=True)
+  def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    x = self.cast(dtype) if dtype is not None else self._float()
+    m = x - x.max(axis, keepdim=True)
+    return m - m.exp().sum(axis, keepdim=True).log()
+  def softmin(self, axis: int = -1) -> Tensor: return (-self).softmax(axis)
+
+  # ---------------- cumulative ----------------
+  def _windows(self, n: int) -> Tensor:
+    """(..., n) -> (..., n, n): row i holds the n elements ending at position i (self already padded on the left)."""
+    return self._pool((n,), 1, 1)
+  def _cumulative(self, axis: int, op: Ops) -> Tensor:
+    a = self._axis(axis)
+    x = self.transpose(a, -1) if a != self.ndim - 1 else self
+    out = x._cum_last(op)
+    return out.transpose(a, -1) if a != self.ndim - 1 else out
+  def _cum_last(self, op: Ops) -> Tensor:
+    n = self.shape[-1]
+    identity = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)}[op]
+    if n <= CUM_BLOCK:
+      padded = self.pad([None] * (self.ndim - 1) + [(n - 1, 0)], value=identity)
+      return padded._windows(n)._reduce(op, -1, False)
+    blocks = -(-n // CUM_BLOCK)
+    x = self.pad([None] * (self.ndim - 1) + [(0, blocks * CUM_BLOCK - n)], value=identity).reshape(*self.shape[:-1], blocks, CUM_BLOCK)
+    inner = x._cum_last(op)                                                       # within each block
+    totals = inner[..., -1]                                                       # (..., blocks)
+    carry = totals._cum_last(op).pad([None] * (totals.ndim - 1) + [(1, 0)], value=identity)[..., :-1].unsqueeze(-1)
+    combined = {Ops.ADD: inner + carry, Ops.MUL: inner * carry, Ops.MAX: inner.maximum(carry)}[op]
+    return combined.reshape(*self.shape[:-1], blocks * CUM_BLOCK)[..., :n]
+  def cumsum(self, axis: int = 0) -> Tensor:
+    if self.ndim == 0: return self
+    return self.cast(sum_dtype(self.dtype))._cumulative(axis, Ops.ADD)
+  def cumprod(self, axis: int) -> Tensor:
+    if self.ndim == 0: return self
+    return self.cast(sum_dtype(self.dtype))._cumulative(axis, Ops.MUL)
+  def cummax(self, axis: int = 0) -> tuple[Tensor, Tensor]:
+    """(running maximum, index where it was reached last)."""
+    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
+    values = self._cumulative(axis, Ops.MAX)
+    a = self._axis(axis)
+    n = self.shape[a]
+    pos = type(self).arange(n, device=self.device, dtype=dtypes.int32).reshape(*[n if i == a else 1 for i in range(self.ndim)])._broadcast_to(self.shape)
+    at_max = (self == values).where(pos, -1)
+    return values, at_max._cumulative(axis, Ops.MAX)
+  def cummin(self, axis: int = 0) -> tuple[Tensor, Tensor]:
+    flipped = -self if dtypes.is_float(self.dtype) else ~self
+    values, idx = flipped.cummax(axis)
+    return (-values if dtypes.is_float(self.dtype) else ~values), idx
+  def logcumsumexp(self, axis: int = 0) -> Tensor:
+    m = self.max(axis, keepdim=True)
+    m = m.isinf().where(0, m)
+    return (self - m).exp().cumsum(axis).log() + m
+
+  # ---------------- sorting ----------------
+  def sort(self, dim: int = -1, descending: bool = False) -> tuple[Tensor, Tensor]:
+    """(values, int32 indices) along `dim`, by a bitonic sorting network (ties keep their original order)."""
+    d = self._axis(dim) if self.ndim else 0
+    if self.ndim == 0: return self, type(self).zeros((), dtype=dtypes.int32, device=self.device)
+    x = self.transpose(d, -1) if d != self.ndim - 1 else self
+    n = x.shape[-1]
+    size = 1 << max(n - 1, 0).bit_length()
+    if x.dtype == dtypes.bool: x = x.cast(dtypes.uint8)
+    big = math.inf if dtypes.is_float(x.dtype) else dtypes.max(x.dtype)
+    key = (-x if dtypes.is_float(x.dtype) else ~x) if descending else x
+    key = key.pad([None] * (x.ndim - 1) + [(0, size - n)], value=big)  # padding sorts last
+    idx = type(self).arange(size, device=self.device, dtype=dtypes.int32)._broadcast_to(key.shape)
+    lead = key.shape[:-1]
+    for stage in range(1, size.bit_length()):
+      for sub in range(stage, 0, -1):
+        half = 1 << (sub - 1)
+        shape = (*lead, size // (2 * half), 2, half)
+        k2, i2 = key.reshape(shape), idx.reshape(shape)
+        ka, kb, ia, ib = k2[..., 0, :], k2[..., 1, :], i2[..., 0, :], i2[..., 1, :]
+        if sub == stage: kb, ib = kb.flip(-1), ib.flip(-1)
+        swap = (kb < ka) | ((kb == ka) & (ib < ia))
+        lo_k, hi_k, lo_i, hi_i = swap.where(kb, ka), swap.where(ka, kb), swap.where(ib, ia), swap.where(ia, ib)
+        if sub == stage: hi_k, hi_i = hi_k.flip(-1), hi_i.flip(-1)
+        key = lo_k.unsqueeze(-2).cat(hi_k.unsqueeze(-2), dim=-2).reshape(*lead, size).contiguous()
+        idx = lo_i.unsqueeze(-2).cat(hi_i.unsqueeze(-2), dim=-2).reshape(*lead, size).contiguous()
+    idx, key = idx[..., :n], key[..., :n]
+    values = ((-key if dtypes.is_float(key.dtype) else ~key) if descending else key).cast(self.dtype)
+    if d != self.ndim - 1: values, idx = values.transpose(d, -1), idx.transpose(d, -1)
+    return values, idx
+  def argsort(self, dim: int = -1, descending: bool = False) -> Tensor: return self.sort(dim, descending)[1]
+  def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True) -> tuple[Tensor, Tensor]:
+    d = self._axis(dim)
+    if not 0 <= k <= self.shape[d]: raise ValueError(f"topk k={k} is out of range for dimension {d} of size {self.shape[d]}")
+    values, idx = self.sort(d, descending=largest)
+    sl = [slice(None)] * self.ndim
+    sl[d] = slice(0, k)
+    return values[tuple(sl)], idx[tuple(sl)]

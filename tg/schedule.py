@@ -1,0 +1,296 @@
+"""The scheduler: cuts a lazy tensor graph into kernels.
+
+Every node that must exist in memory (requested outputs, reductions, CONTIGUOUS, COPY, ASSIGN, and elementwise work
+that would otherwise be recomputed many times under a broadcast) becomes a kernel root. A kernel is built by pushing
+the root's view down through elementwise ops to the loads of other roots and buffers, so a chain of elementwise ops
+is one kernel and elementwise work before a reduction runs inside it. A reduction whose only consumer kernel reads it
+through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too."""
+from __future__ import annotations
+import sys
+from dataclasses import dataclass, field
+from ir.dtype import dtypes
+from ir.helpers import prod
+from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, ZERO_PRESERVING
+from ir.pattern import substitute
+from ir.shapetracker import ShapeTracker
+from ir.uop import UOp
+from drivers.device import Buffer
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+# an elementwise node that a broadcast makes every consumer recompute many times is stored once when it costs this much
+EXPENSIVE_ALU_OPS = 8
+
+@dataclass
+class ScheduleItem:
+  ast: UOp                     # a SINK of STOREs (a kernel), or a COPY
+  bufs: list[Buffer]           # DEFINE_GLOBAL order: outputs first; for a COPY (dest, src)
+  var_vals: dict[str, int] = field(default_factory=dict)
+  writes_version: int = 0      # k > 0: the k-th ASSIGN into an existing buffer in this schedule; 0: a fresh buffer
+  reads: dict[Buffer, int] = field(default_factory=dict)  # version of each buffer read (k: as left by the k-th ASSIGN)
+
+def movement_view(u: UOp) -> tuple[UOp, ShapeTracker]:
+  """(base, view): the node under `u`'s movement ops, and how `u` indexes it."""
+  chain = []
+  while u.op in MOVEMENT:
+    chain.append(u)
+    u = u.src[0]
+  st = ShapeTracker.from_shape(u.shape)
+  for m in reversed(chain): st = getattr(st, m.op.name.lower())(m.arg)
+  return u, st
+
+def buffer_of(u: UOp) -> tuple[Buffer, ShapeTracker] | None:
+  """The buffer `u` reads in place, with its view, when `u` is movement ops over a realized BUFFER (or over an
+  ASSIGN into one, which is the same memory)."""
+  base, st = movement_view(u)
+  if base.op is Ops.ASSIGN:
+    if (inner := buffer_of(base.src[0])) is None: return None
+    return inner[0], inner[1] + st
+  return (base.arg[0], st) if base.op is Ops.BUFFER else None
+
+def _masked(st: ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
+
+class Scheduler:
+  def __init__(self, targets: list[UOp]):
+    self.targets = targets
+    self.order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]
+    self.devices: dict[UOp, str] = {}
+    self.consumers: dict[UOp, list[UOp]] = {u: [] for u in self.order}
+    for u in self.order:
+      for s in u.src: self.consumers[s].append(u)
+      self.devices[u] = self._device(u)
+    self.var_vals: dict[str, int] = {}
+    self.roots: set[UOp] = set()
+    self.buffers: dict[UOp, Buffer] = {}
+    self.items: list[ScheduleItem] = []
+    self.becomes: dict[UOp, UOp] = {}
+    self.assign_version: dict[UOp, int] = {}
+    self.assigns_into: dict[Buffer, int] = {}
+
+  def _device(self, u: UOp) -> str | None:
+    if u.op is Ops.BUFFER: return u.arg[0].device
+    if u.op is Ops.DEVICE: return u.arg
+    if u.op is Ops.COPY: return u.arg
+    return next((d for s in u.src if (d := self.devices.get(s)) is not None), None)
+
+  # ---- which nodes are stored ----
+  def choose_roots(self) -> None:
+    for t in self.targets:
+      base = t.base
+      if base.op is Ops.BUFFER: continue
+      self.roots.add(t if base.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.ARANGE) else base)
+    for u in self.order:
+      if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.REDUCE_AXIS): self.roots.add(u)
+      if u.op is Ops.CONTIGUOUS and self._is_whole_buffer(u.src[0]):  # already contiguous memory: nothing to copy
+        self.roots.discard(u)
+        self.becomes[u] = u.src[0]
+      if u.op is Ops.COPY and not self._is_whole_buffer(u.src[0]): self.roots.add(u.src[0])
+    for u in self.order:
+      if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
+
+  def _is_whole_buffer(self, u: UOp) -> bool:
+    b = buffer_of(u)
+    return b is not None and b[1].contiguous and b[1].size == b[0].size
+
+  def _broadcast_consumed(self, u: UOp) -> bool:
+    """Does some consumer reach `u` through an EXPAND (so a fused kernel would compute it more than once)?"""
+    stack = list(self.consumers[u])
+    while stack:
+      c = stack.pop()
+      if c.op is Ops.EXPAND: return True
+      if c.op in MOVEMENT: stack.extend(self.consumers[c])
+    return False
+
+  def _local_cost(self, u: UOp) -> int:
+    """ALU ops a kernel recomputes to produce one element of `u` (transcendental ops count as expensive)."""
+    seen, cost, stack = set(), 0, [u]
+    while stack:
+      n = stack.pop()
+      if n in seen or (n is not u and n in self.roots) or n.op is Ops.BUFFER: continue
+      seen.add(n)
+      if n.op in ALU: cost += EXPENSIVE_ALU_OPS if n.op in TRANSCENDENTAL else 1
+      stack.extend(n.src)
+    return cost
+
+  # ---- kernel construction ----
+  def schedule(self) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+    self.choose_roots()
+    for u in self.order:
+      if u in self.roots: self._schedule_root(u)
+    keep = {b[0] for t in self.targets for n in (t, t.base) if n in self.becomes and (b := buffer_of(self.becomes[n]))}
+    dropped = _fuse_reductions(self.items, keep)
+    self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
+    return _order(self.items), self.becomes, self.var_vals
+
+  def _schedule_root(self, u: UOp) -> None:
+    if prod(u.shape) == 0 and u.op is not Ops.ASSIGN:
+      self.buffers[u] = Buffer(self.devices[u], 0, u.dtype)
+      self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (self.buffers[u],)).reshape(u.shape)
+      return
+    if u.op is Ops.COPY:
+      src = u.src[0] if self._is_whole_buffer(u.src[0]) else self.becomes[u.src[0]]
+      out = self._new_buffer(u)
+      self.items.append(ScheduleItem(u, [out, buffer_of(src)[0]]))
+      return
+    if u.op is Ops.ASSIGN: self._schedule_assign(u)
+    else:
+      out = self._new_buffer(u)
+      self._emit_kernel(u, out, ShapeTracker.from_shape(u.shape), self._value_of(u))
+
+  def _value_of(self, u: UOp) -> UOp:
+    return u.src[0] if u.op is Ops.CONTIGUOUS else u
+
+  def _new_buffer(self, u: UOp) -> Buffer:
+    buf = self.buffers[u] = Buffer(self.devices[u], prod(u.shape), u.dtype)
+    self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (buf,)).reshape(u.shape)
+    return buf
+
+  def _schedule_assign(self, u: UOp) -> None:
+    target, value = u.src
+    if (tb := buffer_of(target)) is None: raise RuntimeError("ASSIGN target is not a realized buffer")
+    buf, st = tb
+    item = self._build_kernel(u, buf, st, value)
+    if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and x.src[1].arg != st for x in item.ast.toposort()):
+      # the value reads the target at other places than the kernel writes: store the value first
+      self.roots.add(value)
+      self._schedule_root(value)
+      item = self._build_kernel(u, buf, st, value)
+    item.writes_version = self.assign_version[u] = self.assigns_into[buf] = self.assigns_into.get(buf, 0) + 1
+    self.items.append(item)
+    self.becomes[u] = _resolve(target)
+
+  def _emit_kernel(self, root: UOp, out: Buffer, st: ShapeTracker, value: UOp) -> None:
+    self.items.append(self._build_kernel(root, out, st, value))
+
+  def _build_kernel(self, root: UOp, out: Buffer, out_st: ShapeTracker, value: UOp) -> ScheduleItem:
+    bufs: list[Buffer] = [out]
+    reads: dict[Buffer, int] = {}
+    memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
+    def glob(b: Buffer) -> UOp:
+      if b not in bufs: bufs.append(b)
+      return UOp(Ops.DEFINE_GLOBAL, b.dtype.ptr(b.size), (), bufs.index(b))
+
+    def build(n: UOp, st: ShapeTracker) -> UOp:
+      if (hit := memo.get((n, st))) is not None: return hit
+      memo[(n, st)] = ret = _build(n, st)
+      return ret
+    def _build(n: UOp, st: ShapeTracker) -> UOp:
+      if n.op in MOVEMENT and n not in self.roots - {root} and n not in self.becomes:
+        base, inner = movement_view(n)
+        return build(base, inner + st)
+      if n is not root and (n in self.becomes or n.op is Ops.BUFFER):
+        b, inner = buffer_of(self.becomes.get(n, n))
+        reads[b] = max(reads.get(b, 0), self.assign_version.get(n, 0))
+        return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=inner + st)))
+      if n.op is Ops.CONST:
+        c = UOp.const(n.dtype, n.arg)
+        return UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=st),)).where(c, UOp.const(n.dtype, 0)) if _masked(st) and n.arg != 0 else c
+      if n.op is Ops.ARANGE: return UOp(Ops.ARANGE, n.dtype, (UOp(Ops.VIEW, arg=st),))
+      if n.op in (Ops.BIND, Ops.DEFINE_VAR):
+        var = n.src[0] if n.op is Ops.BIND else n
+        if n.op is Ops.BIND: self.var_vals[var.arg[0]] = n.src[1].arg
+        return UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=st),)).where(var, UOp.const(var.dtype, 0)) if _masked(st) else var
+      if n.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.CONTIGUOUS): return build(n.src[0], st)
+      if n.op is Ops.REDUCE_AXIS:
+        assert n is root, "a reduction is always a kernel root"
+        return UOp(Ops.REDUCE_AXIS, n.dtype, (build(n.src[0], ShapeTracker.from_shape(n.src[0].shape)),), n.arg)
+      if n.op in ELEMENTWISE:
+        out = UOp(n.op, n.dtype, tuple(build(s, st) for s in n.src), n.arg)
+        if _masked(st) and n.op not in ZERO_PRESERVING: out = UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=st),)).where(out, UOp.const(n.dtype, 0))
+        return out
+      raise RuntimeError(f"can't schedule {n.op} inside a kernel")
+
+    val = build(value, ShapeTracker.from_shape(value.shape)) if root.op is Ops.REDUCE_AXIS else build(value, ShapeTracker.from_shape(root.shape))
+    store = UOp(Ops.STORE, dtypes.void, (glob(out), UOp(Ops.VIEW, arg=out_st), val))
+    return ScheduleItem(UOp(Ops.SINK, dtypes.void, (store,)), bufs, dict(self.var_vals), reads=reads)
+
+def _loads_of(ast: UOp, index: int) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].arg == index]
+
+def _fuse_reductions(items: list[ScheduleItem], keep: set[Buffer]) -> set[Buffer]:
+  """Move a reduction kernel into the one elementwise kernel that reads its result through a plain reshape.
+  Returns the buffers that are no longer written."""
+  dropped: set[Buffer] = set()
+  changed = True
+  while changed:
+    changed = False
+    for r in items:
+      red = r.ast.src[0].src[2] if r.ast.op is Ops.SINK else None
+      if red is None or red.op is not Ops.REDUCE_AXIS or r.writes_version or r.bufs[0] in keep: continue
+      readers = [it for it in items if it is not r and r.bufs[0] in it.bufs]
+      if len(readers) != 1 or readers[0].ast.op is not Ops.SINK or readers[0].bufs[0] in r.bufs: continue
+      e = readers[0]
+      if (idx := e.bufs.index(r.bufs[0])) == 0 or not _fuse_into(r, red, e, idx): continue
+      items.remove(r)
+      dropped.add(r.bufs[0])
+      changed = True
+      break
+  return dropped
+
+def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
+  store = e.ast.src[0]
+  out_shape = r.ast.src[0].src[1].arg.shape
+  kernel_shape = store.src[1].arg.shape
+  if prod(kernel_shape) != prod(out_shape): return False
+  if any(u.op is Ops.REDUCE_AXIS for u in e.ast.toposort()): return False
+  for load in _loads_of(e.ast, idx):
+    st = load.src[1].arg
+    if not st.contiguous or st.shape != kernel_shape: return False
+  # renumber the reduction's buffers into e's list and re-express e in the reduction's output space
+  bufs = list(e.bufs)
+  for b in r.bufs[1:]:
+    if b not in bufs: bufs.append(b)
+  fused_red = _renumber(red, {i: bufs.index(b) for i, b in enumerate(r.bufs) if i})
+  nodes = e.ast.toposort()
+  mapping = {u: UOp(Ops.VIEW, arg=u.arg.reshape(out_shape)) for u in nodes if u.op is Ops.VIEW}
+  mapping.update({u: fused_red for u in nodes if u.op is Ops.LOAD and u.src[0].arg == idx})
+  e.ast = substitute(e.ast, mapping)
+  e.var_vals = {**r.var_vals, **e.var_vals}
+  for b, v in r.reads.items(): e.reads[b] = max(e.reads.get(b, 0), v)
+  e.reads.pop(r.bufs[0], None)
+  # the reduction's buffer is no longer read: drop it from e and renumber the globals after it
+  used = sorted({u.arg for u in e.ast.toposort() if u.op is Ops.DEFINE_GLOBAL})
+  e.ast, e.bufs = _renumber(e.ast, {old: new for new, old in enumerate(used)}), [bufs[i] for i in used]
+  return True
+
+def _renumber(ast: UOp, new_index: dict[int, int]) -> UOp:
+  return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype, (), new_index[g.arg]) for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL})
+
+def _order(items: list[ScheduleItem]) -> list[ScheduleItem]:
+  """A run order: a kernel reading version v of a buffer runs after the write that made version v and before the
+  ASSIGN that makes version v+1; fresh buffers are read after they are written."""
+  deps: dict[int, set[int]] = {id(it): set() for it in items}
+  for a in items:
+    for b in items:
+      if a is b or a.bufs[0] not in b.bufs: continue
+      out = a.bufs[0]
+      if b.writes_version and b.bufs[0] is out:
+        if a.writes_version and a.writes_version < b.writes_version: deps[id(b)].add(id(a))
+        if not a.writes_version and out not in b.reads: deps[id(b)].add(id(a))
+        continue
+      if out not in b.reads: continue
+      if not a.writes_version or b.reads[out] >= a.writes_version: deps[id(b)].add(id(a))
+      else: deps[id(a)].add(id(b))
+  done: set[int] = set()
+  ordered: list[ScheduleItem] = []
+  pending = list(items)
+  while pending:
+    ready = next((it for it in pending if deps[id(it)] <= done), None)
+    if ready is None: raise RuntimeError("schedule has a dependency cycle between ASSIGNs and their readers")
+    ordered.append(ready); done.add(id(ready)); pending.remove(ready)
+  return ordered
+
+def _resolve(u: UOp) -> UOp:
+  """`u` with every ASSIGN under its movement ops replaced by the memory it wrote (its target)."""
+  base = u.base
+  if base.op is not Ops.ASSIGN: return u
+  chain = []
+  while u.op in MOVEMENT:
+    chain.append(u)
+    u = u.src[0]
+  out = _resolve(base.src[0])
+  for m in reversed(chain): out = UOp(m.op, m.dtype, (out,), m.arg)
+  return out
+
+def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  """(kernels and copies in run order, {realized node: its BUFFER view}, Variable values)."""
+  return Scheduler(targets).schedule()

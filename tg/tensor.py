@@ -1,0 +1,241 @@
+"""Tensor: a lazy, differentiable n-dimensional array. Ops build a UOp graph; `realize()` (and everything that reads
+data) schedules the graph into kernels and runs them. The op surface lives in the mixins next to this file."""
+from __future__ import annotations
+import pathlib, weakref
+from typing import Any, Sequence
+import numpy as np
+from ir.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from ir.helpers import broadcast_shape, dedup, prod
+from ir.ops import Ops
+from ir.shapetracker import strides_for_shape
+from ir.uop import UOp
+from drivers.device import Buffer, Device
+from tg.creation import CreationMixin
+from tg.elementwise import ElementwiseMixin
+from tg.gradient import compute_gradient
+from tg.losses import LossMixin
+from tg.movement import MovementMixin
+from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value_dtype
+from tg.processing import ProcessingMixin
+from tg.realize import run_schedule
+from tg.reduce import ReduceMixin
+from tg.schedule import buffer_of, create_schedule
+
+def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
+  data = encode(arr, dtype)
+  buf = Buffer(device, data.size, dtype).copyin(memoryview(data.reshape(-1)).cast("B"))
+  return UOp(Ops.BUFFER, dtype, (), (buf,)).reshape(arr.shape)
+
+def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER
+
+class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, ProcessingMixin, LossMixin):
+  """An n-dimensional array on a device. `Tensor(data, device=None, dtype=None, requires_grad=False)` takes a Python
+  scalar, nested lists, bytes, a numpy array, a pathlib.Path (a DISK tensor) or a UOp."""
+  __slots__ = ("uop", "requires_grad", "grad", "_leaf", "_grad_graph", "__weakref__")
+  _live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+
+  def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
+    dtype = to_dtype(dtype) if dtype is not None else None
+    dev = Device.canonicalize(device) if device is not None else None
+    if isinstance(data, UOp): uop = data if dtype is None else data.cast(dtype)
+    elif data is None or isinstance(data, (bool, int, float)):
+      value = 0.0 if data is None else data
+      uop = UOp.const(dtype or dtypes.from_py(value), value, dev or Device.DEFAULT)
+    elif isinstance(data, (list, tuple)): uop = self._from_sequence(data, dev or Device.DEFAULT, dtype)
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+      uop = _buffer_uop(np.frombuffer(bytes(data), dtype=np.uint8), dev or Device.DEFAULT, dtype or dtypes.uint8)
+    elif isinstance(data, np.ndarray):
+      dt = dtype or dtype_of_numpy(data)
+      uop = UOp.const(dt, data.item(), dev or Device.DEFAULT) if data.ndim == 0 else _buffer_uop(data, dev or Device.DEFAULT, dt)
+    elif isinstance(data, pathlib.Path):
+      size = data.stat().st_size
+      uop = UOp(Ops.BUFFER, dtypes.uint8, (), (Buffer(f"DISK:{data}", size, dtypes.uint8),)).reshape((size,))
+    elif isinstance(data, np.generic): raise TypeError(f"numpy scalars are not accepted (got {type(data).__name__}); use .item() or np.array(x)")
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+    self.uop, self.grad, self._grad_graph = uop, None, None
+    self.requires_grad, self._leaf = bool(requires_grad), True
+    if requires_grad and not dtypes.is_float(uop.dtype): raise RuntimeError(f"only floating point tensors can require gradients, got {uop.dtype}")
+    Tensor._live.add(self)
+
+  @staticmethod
+  def _from_sequence(data: Sequence, device: str, dtype: DType | None) -> UOp:
+    try: arr = np.array(data)
+    except ValueError as e: raise ValueError(f"nested sequence is ragged, every level must have one length: {e}") from None
+    if arr.dtype == object: raise ValueError("nested sequence is ragged or holds non-numbers")
+    if dtype is None: dtype = dtypes.bool if arr.dtype == np.bool_ else (dtypes.default_float if arr.dtype.kind == "f" or arr.size == 0 else dtypes.default_int)
+    return _buffer_uop(arr, device, dtype)
+
+  def _new(self, uop: UOp, *parents: Tensor) -> Tensor:
+    """A tensor computed from self (and parents): it requires grad if any of them does."""
+    out = Tensor(uop)
+    if self.requires_grad or any(p.requires_grad for p in parents):
+      out.requires_grad, out._leaf = True, False
+    return out
+
+  # ---------------- properties ----------------
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def device(self) -> str: return self.uop.device
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  @property
+  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def size(self, dim: int | None = None) -> tuple[int, ...] | int: return self.shape if dim is None else self.shape[self._axis(dim)]
+  @property
+  def is_leaf(self) -> bool: return self._leaf
+  def __len__(self) -> int:
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item(), .any() or .all()")
+  def __repr__(self) -> str: return f"<Tensor {self.uop.op.name} on {self.device} with shape {self.shape}, dtype {self.dtype}{', requires_grad' if self.requires_grad else ''}>"
+  def __hash__(self) -> int: return id(self)
+  def __reduce__(self): return Tensor, (self.numpy(), self.device, self.dtype, self.requires_grad)
+
+  # ---------------- realization and data ----------------
+  def realize(self, *others: Tensor) -> Tensor:
+    """Compute self (and `others`) in one schedule; afterwards they read from buffers."""
+    Tensor.realize_all(self, *others)
+    return self
+  @staticmethod
+  def realize_all(*tensors: Tensor) -> None:
+    targets = dedup(t.uop for t in tensors if not _is_realized(t.uop))
+    if not targets: return
+    items, becomes, _ = create_schedule(targets)
+    run_schedule(items)
+    _apply_becomes(becomes)
+  def schedule(self, *others: Tensor) -> list:
+    """The kernels and copies realizing self and `others` would run (nothing is run)."""
+    return create_schedule(dedup(t.uop for t in (self, *others) if not _is_realized(t.uop)))[0]
+
+  def _contiguous_buffer(self) -> Buffer:
+    """A buffer holding exactly self's elements in row-major order (computing them if needed)."""
+    self.realize()
+    found = buffer_of(self.uop)
+    if found is not None:
+      buf, st = found
+      v = st.views[0]
+      if len(st.views) == 1 and v.mask is None and v.strides == strides_for_shape(st.shape) and v.offset >= 0:
+        return buf if v.offset == 0 and buf.size == st.size else buf.view(st.size, buf.dtype, v.offset * buf.dtype.itemsize)
+    t = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,))).realize()
+    return buffer_of(t.uop)[0]
+
+  def numpy(self) -> np.ndarray:
+    """The values as a new numpy array (bfloat16 and fp8 come back as float32)."""
+    if self.numel() == 0: return np.zeros(self.shape, dtype=value_dtype(self.dtype))
+    buf = self._contiguous_buffer()
+    raw = np.frombuffer(buf.as_bytes(), dtype=storage_dtype(self.dtype))
+    return decode(raw, self.dtype).reshape(self.shape).copy()
+  def tolist(self) -> Any: return self.numpy().tolist()
+  def item(self) -> Any:
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, this one has shape {self.shape}")
+    return self.numpy().reshape(()).item()
+  def data(self) -> memoryview:
+    arr = self.numpy()
+    return memoryview(arr) if arr.ndim else memoryview(arr.reshape(1)).cast(arr.dtype.char)
+
+  # ---------------- graph plumbing ----------------
+  def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
+  def contiguous(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def contiguous_backward(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self.uop,)))
+  def clone(self) -> Tensor: return self.contiguous() if _is_realized(self.uop) else self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def to(self, device: str | None) -> Tensor:
+    device = Device.canonicalize(device) if device is not None else Device.DEFAULT
+    if device == self.device: return self
+    out = self._new(UOp(Ops.COPY, self.dtype, (self.uop,), device))
+    if self.grad is not None: out.grad = self.grad.to(device)
+    return out
+  def to_(self, device: str | None) -> Tensor:
+    self.uop = self.to(device).uop
+    return self
+  def cpu(self) -> Tensor: return self.to("CPU")
+  def replace(self, x: Tensor) -> Tensor:
+    if x.shape != self.shape: raise ValueError(f"replace needs the same shape, got {x.shape} for {self.shape}")
+    self.uop = x.uop
+    return self
+  def assign(self, x: Any) -> Tensor:
+    """Write x into self's memory (in place when self is realized); x is broadcast and cast to self."""
+    x = x if isinstance(x, Tensor) else Tensor(x, device=self.device, dtype=self.dtype)
+    if x.device != self.device: raise ValueError(f"assign across devices: {x.device} into {self.device}")
+    if x.dtype != self.dtype: x = x.cast(self.dtype)
+    x = x._broadcast_to(self.shape)
+    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)) if _is_realized(self.uop) else x.uop
+    return self
+
+  # ---------------- broadcasting ----------------
+  def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+    shape = tuple(shape)
+    if self.shape == shape: return self
+    if len(shape) < self.ndim: raise ValueError(f"can't broadcast {self.shape} to {shape}")
+    broadcast_shape(self.shape, shape)
+    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+
+  def _scalar_dtype(self, y: bool | int | float) -> DType:
+    if isinstance(y, bool): return self.dtype
+    if isinstance(y, int): return self.dtype if self.dtype != dtypes.bool else dtypes.default_int
+    return self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
+
+  def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
+    x = self
+    if not isinstance(y, Tensor):
+      if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(x._scalar_dtype(y), y, x.device))
+      elif isinstance(y, UOp) and y.op in (Ops.BIND, Ops.DEFINE_VAR): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
+      else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")
+    elif y.device != x.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
+    if match_dtype and x.dtype != y.dtype:
+      dt = least_upper_dtype(x.dtype, y.dtype)
+      x, y = x.cast(dt), y.cast(dt)
+    shape = broadcast_shape(x.shape, y.shape)
+    x, y = x._broadcast_to(shape), y._broadcast_to(shape)
+    return (y, x) if reverse else (x, y)
+
+  # ---------------- autograd ----------------
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+    """d(self)/d(target) for each target. self must be a scalar unless `gradient` (d(loss)/d(self)) is given."""
+    if gradient is None:
+      if self.shape != (): raise RuntimeError(f"gradient of a non-scalar tensor (shape {self.shape}) needs a `gradient` argument")
+      gradient = Tensor(1.0, device=self.device, dtype=self.dtype)
+    if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float tensors have gradients, got {self.dtype}")
+    for t in targets:
+      if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float tensors have gradients, target has {t.dtype}")
+    root = self._grad_graph if self._grad_graph is not None else self.uop
+    keys = [(t.uop, t._grad_graph) for t in targets]
+    grads = compute_gradient(root, gradient._broadcast_to(self.shape).cast(self.dtype).uop, [k for pair in keys for k in pair if k is not None])
+    out = []
+    for t, (k1, k2) in zip(targets, keys):
+      g = grads.get(k1) if grads.get(k1) is not None else grads.get(k2) if k2 is not None else None
+      out.append(Tensor(g) if g is not None else Tensor.zeros(*t.shape, device=t.device, dtype=t.dtype))
+    return out
+
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulate d(self)/d(leaf) into `.grad` of every live leaf tensor with requires_grad that self depends on."""
+    root = self._grad_graph if self._grad_graph is not None else self.uop
+    in_graph = set(root.toposort())
+    leaves = [t for t in list(Tensor._live) if t.requires_grad and t._leaf and (t.uop in in_graph or t._grad_graph in in_graph)]
+    if not self.requires_grad: raise RuntimeError("backward() on a tensor that does not require grad (no input has requires_grad=True)")
+    for t, g in zip(leaves, self.gradient(*leaves, gradient=gradient)):
+      g = g.cast(t.dtype) if g.dtype != t.dtype else g
+      t.grad = g if t.grad is None else t.grad + g
+    return self
+
+def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
+  """Point every live tensor at the buffers its graph was just computed into."""
+  memo: dict[UOp, UOp] = {}
+  def substitute(u: UOp) -> UOp:
+    for n in u.toposort(stop=lambda x: x in memo or x.op is Ops.BUFFER):
+      if n in memo: continue
+      if n in becomes: memo[n] = becomes[n]
+      elif n.src and any(memo.get(s, s) is not s for s in n.src): memo[n] = UOp(n.op, n.dtype, tuple(memo.get(s, s) for s in n.src), n.arg)
+      else: memo[n] = n
+    return memo[u]
+  for t in list(Tensor._live):
+    if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: continue
+    new = substitute(t.uop)
+    if new is not t.uop:
+      if t.requires_grad and t._grad_graph is None: t._grad_graph = t.uop
+      t.uop = new
