@@ -42,7 +42,8 @@ class Kernel:
     self.globals: list[UOp] = sorted((u for u in order if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
     ranks = {len(st.shape) for st in self.sts}
     if len(ranks) != 1: raise ValueError(f"kernel views have different ranks: {sorted(st.shape for st in self.sts)}")
-    self.full_shape: tuple[int, ...] = tuple(max(dims) for dims in zip(*(st.shape for st in self.sts)))
+    # post-reduce views have size 1 on reduced axes: an axis's size is any other size a view has there (0 included)
+    self.full_shape: tuple[int, ...] = tuple(next((d for d in dims if d != 1), 1) for dims in zip(*(st.shape for st in self.sts)))
     reduce_axes = {a for r in self.reduceops for a in r.arg[1]}
     self.axis_types: list[AxisType] = [AxisType.REDUCE if i in reduce_axes else AxisType.GLOBAL for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []

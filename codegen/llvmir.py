@@ -6,16 +6,17 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
 
+# register types; bfloat16 values live in float registers (rounded to bfloat16 after each op), fp8 only as raw bytes
 LLVM_TYPES = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
               dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "half", dtypes.float32: "float",
-              dtypes.float64: "double"}
+              dtypes.float64: "double", dtypes.bfloat16: "float", dtypes.fp8e4m3: "i8", dtypes.fp8e5m2: "i8"}
 _INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
 
 def ltype(dt: DType) -> str:
   if isinstance(dt, PtrDType): return "ptr"
   if (t := LLVM_TYPES.get(dt)) is None: raise TypeError(f"the LLVM renderer can't compute with {dt}")
   return t
-def mem_type(dt: DType) -> str: return "i8" if dt == dtypes.bool else ltype(dt)
+def mem_type(dt: DType) -> str: return {dtypes.bool: "i8", dtypes.bfloat16: "i16"}.get(dt) or ltype(dt)
 
 def _bits(dt: DType) -> int: return 1 if dt == dtypes.bool else 8 * dt.itemsize
 
@@ -25,6 +26,7 @@ def const_text(value, dt: DType) -> str:
     bits = 8 * dt.itemsize
     return str(value - 2**bits if value >= 2**(bits - 1) else value)
   if dt == dtypes.float16: return f"0xH{struct.unpack('H', struct.pack('e', value))[0]:04X}"
+  if dt in (dtypes.fp8e4m3, dtypes.fp8e5m2): raise TypeError(f"the LLVM renderer has no {dt} constants; cast through float32")
   if math.isnan(value): return "0x7FF8000000000000"
   return f"0x{struct.unpack('Q', struct.pack('d', value))[0]:016X}"
 
@@ -85,10 +87,11 @@ class _Function:
         return out
       ptr = self.gep(u.src[0], u.src[1])
       self.emit(f"{out} = load {mem_type(dt)}, ptr {ptr}, align {dt.itemsize}")
-      if dt != dtypes.bool: return out
-      b = self.fresh()
-      self.emit(f"{b} = icmp ne i8 {out}, 0")
-      return b
+      if dt == dtypes.bool:
+        b = self.fresh()
+        self.emit(f"{b} = icmp ne i8 {out}, 0")
+        return b
+      return self.bf16_bits_to_float(out) if dt == dtypes.bfloat16 else out
     if op is Ops.STORE:
       if len(u.src) == 2:
         self.emit(f"store {ltype(u.src[1].dtype)} {self.ref(u.src[1])}, ptr {self.ref(u.src[0])}")
@@ -98,14 +101,52 @@ class _Function:
         wide = self.fresh()
         self.emit(f"{wide} = zext i1 {val} to i8")
         val = wide
+      if vdt == dtypes.bfloat16: val = self.float_to_bf16_bits(val)
       self.emit(f"store {mem_type(vdt)} {val}, ptr {self.gep(u.src[0], u.src[1])}, align {vdt.itemsize}")
       return None
-    if op is Ops.CAST: return self.cast(self.ref(u.src[0]), u.src[0].dtype, dt)
-    if op is Ops.BITCAST:
-      out = self.fresh()
-      self.emit(f"{out} = bitcast {ltype(u.src[0].dtype)} {self.ref(u.src[0])} to {ltype(dt)}")
-      return out
-    return self.alu(u)
+    if op is Ops.CAST:
+      if dtypes.is_float(dt) and dt.itemsize == 1 or dtypes.is_float(u.src[0].dtype) and u.src[0].dtype.itemsize == 1:
+        raise TypeError(f"the LLVM renderer can't cast {u.src[0].dtype} to {dt} directly; the frontend converts fp8 through float32")
+      as_float = lambda t: dtypes.float32 if t == dtypes.bfloat16 else t
+      out = self.cast(self.ref(u.src[0]), as_float(u.src[0].dtype), as_float(dt))
+      return self.round_bf16(out) if dt == dtypes.bfloat16 and u.src[0].dtype != dtypes.bfloat16 else out
+    if op is Ops.BITCAST: return self.bitcast(self.ref(u.src[0]), u.src[0].dtype, dt)
+    out = self.alu(u)
+    return self.round_bf16(out) if dt == dtypes.bfloat16 else out
+
+  def bf16_bits_to_float(self, bits: str) -> str:
+    wide, shifted, out = self.fresh(), self.fresh(), self.fresh()
+    self.emit(f"{wide} = zext i16 {bits} to i32")
+    self.emit(f"{shifted} = shl i32 {wide}, 16")
+    self.emit(f"{out} = bitcast i32 {shifted} to float")
+    return out
+  def float_to_bf16_bits(self, value: str) -> str:
+    """The (already bfloat16-exact) float's upper half."""
+    bits, top, out = self.fresh(), self.fresh(), self.fresh()
+    self.emit(f"{bits} = bitcast float {value} to i32")
+    self.emit(f"{top} = lshr i32 {bits}, 16")
+    self.emit(f"{out} = trunc i32 {top} to i16")
+    return out
+  def round_bf16(self, value: str) -> str:
+    """Round a float to the nearest bfloat16 (ties to even), keeping it in a float register."""
+    bits, lsb, bias, added, cleared, out = (self.fresh() for _ in range(6))
+    self.emit(f"{bits} = bitcast float {value} to i32")
+    self.emit(f"{lsb} = lshr i32 {bits}, 16")
+    self.emit(f"{bias} = and i32 {lsb}, 1")
+    self.emit(f"{added} = add i32 {bits}, 32767")
+    self.emit(f"{cleared} = add i32 {added}, {bias}")
+    masked = self.fresh()
+    self.emit(f"{masked} = and i32 {cleared}, -65536")
+    self.emit(f"{out} = bitcast i32 {masked} to float")
+    return out
+  def bitcast(self, x: str, src: DType, dst: DType) -> str:
+    if src == dtypes.bfloat16: x, src = self.float_to_bf16_bits(x), dtypes.uint16
+    if dst == dtypes.bfloat16:
+      return self.bf16_bits_to_float(x if ltype(src) == "i16" else self.bitcast(x, src, dtypes.uint16))
+    if ltype(src) == ltype(dst): return x
+    out = self.fresh()
+    self.emit(f"{out} = bitcast {ltype(src)} {x} to {ltype(dst)}")
+    return out
 
   def gep(self, buf: UOp, idx: UOp) -> str:
     out = self.fresh("p")
@@ -154,7 +195,8 @@ class _Function:
     return out
 
   def alu(self, u: UOp) -> str:
-    op, src_dt = u.op, u.src[0].dtype
+    op, src_dt = u.op, (u.src[0].dtype if u.src[0].dtype != dtypes.bfloat16 else dtypes.float32)
+    if src_dt in (dtypes.fp8e4m3, dtypes.fp8e5m2): raise TypeError(f"the LLVM renderer has no {src_dt} arithmetic; compute in float32")
     t, a = ltype(src_dt), [self.ref(s) for s in u.src]
     is_float, unsigned = dtypes.is_float(src_dt), dtypes.is_unsigned(src_dt) or src_dt == dtypes.bool
     if op is Ops.SQRT: return self.intrinsic("sqrt", src_dt, a)
@@ -174,7 +216,7 @@ class _Function:
     if op is Ops.NEG:
       self.emit(f"{out} = fneg {t} {a[0]}" if is_float else (f"{out} = xor i1 {a[0]}, true" if src_dt == dtypes.bool else f"{out} = sub {t} 0, {a[0]}"))
     elif op is Ops.RECIP: self.emit(f"{out} = fdiv {t} {const_text(1.0, src_dt)}, {a[0]}")
-    elif op is Ops.WHERE: self.emit(f"{out} = select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}")
+    elif op is Ops.WHERE: self.emit(f"{out} = select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}")  # (bf16 is float here)
     elif op is Ops.MULACC:
       tmp = self.fresh()
       self.emit(f"{tmp} = mul {t} {a[0]}, {a[1]}")

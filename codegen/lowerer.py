@@ -26,16 +26,20 @@ class ProgramBuilder:
     for s in u.src: self.emit(s)
     self.uops.append(u)
     return u
+  def open_scope(self) -> None: self.scopes.append([])
+  def close_scope(self) -> None:
+    for n in self.scopes.pop(): self.live.discard(n)
   def open_range(self, start: UOp, end: UOp, axis: int) -> UOp:
     self.emit(start); self.emit(end)
     rng = UOp(Ops.RANGE, start.dtype, (start, end), axis)
     self.uops.append(rng)
-    self.scopes.append([rng])
+    self.open_scope()
+    self.scopes[-1].append(rng)
     self.live.add(rng)
     return rng
   def close_range(self, rng: UOp) -> None:
     self.uops.append(UOp(Ops.ENDRANGE, dtypes.void, (rng,)))
-    for n in self.scopes.pop(): self.live.discard(n)
+    self.close_scope()
 
 def index_dtype(k: Kernel) -> DType:
   biggest = max([g.dtype.size for g in k.globals] + [st.size for st in k.sts] + [1])
@@ -85,6 +89,7 @@ class Lowerer:
       for combo in upcasts:
         key = (r, tuple(sorted((a, c.arg) for a, c in combo.items())))
         self.accs[key] = b.emit(UOp(Ops.DEFINE_ACC, r.dtype, (UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype)),), len(self.accs)))
+    b.open_scope()  # accumulator reads inside the reduction must not be reused after it
     loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
     unrolls = self._combos(AxisType.UNROLL)
@@ -96,6 +101,7 @@ class Lowerer:
           total = total.alu(r.arg[0], self._value(r.src[0], self._at(idxs, {**combo, **unroll}), combo))
         b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
+    b.close_scope()
 
   def _at(self, idxs: list[UOp], fixed: dict[int, UOp], post_reduce: bool = False) -> tuple[UOp, ...]:
     zero = UOp.const(self.idx_dtype, 0)
@@ -115,6 +121,9 @@ class Lowerer:
         if valid.op is Ops.CONST: memo[n] = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
         else: memo[n] = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
       elif n.op is Ops.VALID: memo[n] = self._index(n.src[0], at)[1]
+      elif n.op is Ops.VIEW and n.src:  # a value broadcast over a view: zero where the view is padding
+        valid = self._index(n, at)[1]
+        memo[n] = memo[n.src[0]] if valid.op is Ops.CONST and valid.arg else valid.where(memo[n.src[0]], UOp.const(n.dtype, 0))
       elif n.op is Ops.ARANGE:
         idx, valid = self._index(n.src[0], at)
         memo[n] = simplify(valid.where(idx, 0)).cast(n.dtype)

@@ -9,13 +9,19 @@ from codegen.renderer import ProgramSpec, Renderer, estimate
 
 CORE_VARS = ("core_start", "core_end")
 
+def print_linear(uops: list[UOp]) -> None:
+  """One line per linear UOp: position, op, dtype, the positions of its sources, arg."""
+  at: dict[UOp, int] = {}
+  for i, u in enumerate(uops):
+    print(f"{i:4d} {u.op.name:14s} {str(u.dtype):22s} {[at[s] for s in u.src if s in at]} {u.arg!r}")
+    at[u] = i
+
 def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
   k = Kernel(ast)
   for opt in opts or []: k.apply_opt(opt)
   uops = lower(k, renderer.splits_across_cores)
   name = k.name
-  if DEBUG >= 6:
-    for i, u in enumerate(uops): print(f"{i:4d} {u.op.name:14s} {str(u.dtype):20s} {[uops.index(s) for s in u.src if s in uops]} {u.arg if u.op is not Ops.CONST else u.arg!r}")
+  if DEBUG >= 6: print_linear(uops)
   src = renderer.render(name, uops)
   flops, mem = estimate(uops)
   user_vars = [u for u in uops if u.op is Ops.DEFINE_VAR and u.arg[0] not in CORE_VARS]

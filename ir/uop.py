@@ -144,15 +144,11 @@ class UOp:
   def reshape(self, shape: tuple[int, ...]) -> UOp:
     shape = tuple(shape)
     if prod(shape) != prod(self.shape) or any(s < 0 for s in shape): raise ValueError(f"can't reshape {self.shape} to {shape}")
-    if shape == self.shape: return self
-    src = self.src[0] if self.op is Ops.RESHAPE else self
-    return src if src.shape == shape else UOp(Ops.RESHAPE, self.dtype, (src,), shape)
+    return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def permute(self, order: tuple[int, ...]) -> UOp:
     order = tuple(order)
     if sorted(order) != list(range(len(self.shape))): raise ValueError(f"permute order {order} is not a permutation of the axes of shape {self.shape}")
-    if order == tuple(range(len(order))): return self
-    if self.op is Ops.PERMUTE: return self.src[0].permute(tuple(self.arg[i] for i in order))
-    return UOp(Ops.PERMUTE, self.dtype, (self,), order)
+    return self if order == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
   def expand(self, shape: tuple[int, ...]) -> UOp:
     shape = tuple(shape)
     if len(shape) != len(self.shape) or any(s != n and s != 1 for s, n in zip(self.shape, shape)):

@@ -41,22 +41,22 @@ class CreationMixin:
   __slots__ = ()
 
   @classmethod
-  def empty(cls, *shape, device: str | None = None, dtype: DType | str | None = None) -> Tensor:
+  def empty(cls, *shape, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
     shape, dt = _shape(shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
     buf = Buffer(_device(device), prod(shape), dt)
-    return cls(UOp(Ops.BUFFER, dt, (), (buf,)).reshape(shape))
+    return cls(UOp(Ops.BUFFER, dt, (), (buf,)).reshape(shape), requires_grad=requires_grad)
 
   @classmethod
-  def full(cls, shape, fill_value: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+  def full(cls, shape, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
     shape = _shape((shape,) if isinstance(shape, int) else tuple(shape))
     dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-    return cls(UOp.const(dt, fill_value, _device(device)).reshape((1,) * len(shape)).expand(shape))
+    return cls(UOp.const(dt, fill_value, _device(device)).reshape((1,) * len(shape)).expand(shape), requires_grad=requires_grad)
   @classmethod
-  def zeros(cls, *shape, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-    return cls.full(_shape(shape), 0, dtype=to_dtype(dtype) if dtype is not None else dtypes.default_float, device=device)
+  def zeros(cls, *shape, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
+    return cls.full(_shape(shape), 0, dtype=to_dtype(dtype) if dtype is not None else dtypes.default_float, device=device, requires_grad=requires_grad)
   @classmethod
-  def ones(cls, *shape, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-    return cls.full(_shape(shape), 1, dtype=to_dtype(dtype) if dtype is not None else dtypes.default_float, device=device)
+  def ones(cls, *shape, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
+    return cls.full(_shape(shape), 1, dtype=to_dtype(dtype) if dtype is not None else dtypes.default_float, device=device, requires_grad=requires_grad)
   def full_like(self, fill_value: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
     return type(self).full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device)
   def zeros_like(self, **kw) -> Tensor: return self.full_like(0, **kw)

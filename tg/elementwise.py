@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from ir.ops import Ops
 from ir.uop import UOp
+from tg.fp8 import FP8, float_to_fp8, fp8_to_float
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
@@ -15,8 +16,15 @@ class ElementwiseMixin:
   __slots__ = ()
 
   # ---------------- plumbing ----------------
-  def _unary(self, op: Ops) -> Tensor: return self._new(self.uop.alu(op))
+  def _unary(self, op: Ops) -> Tensor:
+    if self.dtype in FP8: return self.cast(dtypes.float32)._unary(op).cast(self.dtype)
+    return self._new(self.uop.alu(op))
   def _binary(self, op: Ops, x: Any, reverse: bool = False) -> Tensor:
+    dt = least_upper_dtype(self.dtype, x.dtype) if isinstance(x, type(self)) else self._scalar_dtype(x) if isinstance(x, (bool, int, float)) else None
+    if dt in FP8:  # fp8 math happens in float32, rounded back after each op
+      xf = x.cast(dtypes.float32) if isinstance(x, type(self)) else x
+      out = self.cast(dtypes.float32)._binary(op, xf, reverse)
+      return out if out.dtype == dtypes.bool else out.cast(dt)
     a, b = self._broadcasted(x, reverse)
     return a._new(a.uop.alu(op, b.uop), b)
   def _float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
@@ -25,7 +33,10 @@ class ElementwiseMixin:
 
   def cast(self, dtype: DType | str) -> Tensor:
     dt = to_dtype(dtype)
-    return self if dt == self.dtype else self._new(self.uop.cast(dt))
+    if dt == self.dtype: return self
+    if self.dtype in FP8: return fp8_to_float(self).cast(dt)
+    if dt in FP8: return float_to_fp8(self, dt)
+    return self._new(self.uop.cast(dt))
   def bitcast(self, dtype: DType | str) -> Tensor:
     dt = to_dtype(dtype)
     if dt.itemsize != self.dtype.itemsize:

@@ -175,21 +175,19 @@ class Scheduler:
       memo[(n, st)] = ret = _build(n, st)
       return ret
     def _build(n: UOp, st: ShapeTracker) -> UOp:
-      if n.op in MOVEMENT and n not in self.roots - {root} and n not in self.becomes:
-        base, inner = movement_view(n)
-        return build(base, inner + st)
       if n is not root and (n in self.becomes or n.op is Ops.BUFFER):
         b, inner = buffer_of(self.becomes.get(n, n))
         reads[b] = max(reads.get(b, 0), self.assign_version.get(n, 0))
         return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=inner + st)))
-      if n.op is Ops.CONST:
-        c = UOp.const(n.dtype, n.arg)
-        return UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=st),)).where(c, UOp.const(n.dtype, 0)) if _masked(st) and n.arg != 0 else c
+      if n.op in MOVEMENT:
+        base, inner = movement_view(n)
+        return build(base, inner + st)
+      if n.op is Ops.CONST: return UOp(Ops.VIEW, n.dtype, (UOp.const(n.dtype, n.arg),), st)
       if n.op is Ops.ARANGE: return UOp(Ops.ARANGE, n.dtype, (UOp(Ops.VIEW, arg=st),))
       if n.op in (Ops.BIND, Ops.DEFINE_VAR):
         var = n.src[0] if n.op is Ops.BIND else n
         if n.op is Ops.BIND: self.var_vals[var.arg[0]] = n.src[1].arg
-        return UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=st),)).where(var, UOp.const(var.dtype, 0)) if _masked(st) else var
+        return UOp(Ops.VIEW, var.dtype, (var,), st)
       if n.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.CONTIGUOUS): return build(n.src[0], st)
       if n.op is Ops.REDUCE_AXIS:
         assert n is root, "a reduction is always a kernel root"
@@ -241,7 +239,7 @@ def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
     if b not in bufs: bufs.append(b)
   fused_red = _renumber(red, {i: bufs.index(b) for i, b in enumerate(r.bufs) if i})
   nodes = e.ast.toposort()
-  mapping = {u: UOp(Ops.VIEW, arg=u.arg.reshape(out_shape)) for u in nodes if u.op is Ops.VIEW}
+  mapping = {u: u.replace(arg=u.arg.reshape(out_shape)) for u in nodes if u.op is Ops.VIEW}
   mapping.update({u: fused_red for u in nodes if u.op is Ops.LOAD and u.src[0].arg == idx})
   e.ast = substitute(e.ast, mapping)
   e.var_vals = {**r.var_vals, **e.var_vals}
@@ -290,7 +288,3 @@ def _resolve(u: UOp) -> UOp:
   out = _resolve(base.src[0])
   for m in reversed(chain): out = UOp(m.op, m.dtype, (out,), m.arg)
   return out
-
-def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
-  """(kernels and copies in run order, {realized node: its BUFFER view}, Variable values)."""
-  return Scheduler(targets).schedule()

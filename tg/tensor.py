@@ -19,7 +19,9 @@ from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value
 from tg.processing import ProcessingMixin
 from tg.realize import run_schedule
 from tg.reduce import ReduceMixin
-from tg.schedule import buffer_of, create_schedule
+from tg.schedule import buffer_of
+from tg.schedule_cache import create_schedule
+from ir.pattern import substitute as substitute_nodes
 
 def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
   data = encode(arr, dtype)
@@ -203,7 +205,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if not dtypes.is_float(self.dtype): raise RuntimeError(f"only float tensors have gradients, got {self.dtype}")
     for t in targets:
       if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float tensors have gradients, target has {t.dtype}")
-    root = self._grad_graph if self._grad_graph is not None else self.uop
+    root = _autograd_graph(self.uop)
     keys = [(t.uop, t._grad_graph) for t in targets]
     grads = compute_gradient(root, gradient._broadcast_to(self.shape).cast(self.dtype).uop, [k for pair in keys for k in pair if k is not None])
     out = []
@@ -214,8 +216,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Accumulate d(self)/d(leaf) into `.grad` of every live leaf tensor with requires_grad that self depends on."""
-    root = self._grad_graph if self._grad_graph is not None else self.uop
-    in_graph = set(root.toposort())
+    in_graph = set(_autograd_graph(self.uop).toposort())
     leaves = [t for t in list(Tensor._live) if t.requires_grad and t._leaf and (t.uop in in_graph or t._grad_graph in in_graph)]
     if not self.requires_grad: raise RuntimeError("backward() on a tensor that does not require grad (no input has requires_grad=True)")
     for t, g in zip(leaves, self.gradient(*leaves, gradient=gradient)):
@@ -237,5 +238,15 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
     if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: continue
     new = substitute(t.uop)
     if new is not t.uop:
-      if t.requires_grad and t._grad_graph is None: t._grad_graph = t.uop
+      if t.requires_grad:
+        if t._leaf: t._grad_graph = t._grad_graph or t.uop  # how graphs built before this realize still name the leaf
+        else: _grad_origins[new] = t.uop
       t.uop = new
+
+# a realized non-leaf's buffer view -> the graph that computed it, so gradients can flow through realized tensors
+_grad_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
+def _autograd_graph(u: UOp) -> UOp:
+  """`u` with every realized intermediate replaced by the graph that computed it."""
+  while mapping := {n: _grad_origins[n] for n in u.toposort() if n in _grad_origins}: u = substitute_nodes(u, mapping)
+  return u

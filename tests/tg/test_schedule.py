@@ -1,0 +1,94 @@
+"""The scheduler's fusion promises, pinned by counting kernels, and the schedule cache."""
+import numpy as np
+import pytest
+from tg import Tensor, GlobalCounters, Context
+from tg.schedule_cache import stats
+
+def kernels(*ts: Tensor) -> int:
+  return sum(1 for item in ts[0].schedule(*ts[1:]) if item.ast.op.name == "SINK")
+
+def rnd(*shape): return Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+
+def test_elementwise_chain_is_one_kernel():
+  a, b, c = rnd(16, 16), rnd(16, 16), rnd(16)
+  assert kernels(((a + b) * c).exp().sqrt() - a / 3) == 1
+
+def test_elementwise_before_reduce_fuses_into_it():
+  a, b = rnd(32, 32), rnd(32, 32)
+  assert kernels((a * b + 1).sum(1)) == 1
+
+def test_matmul_bias_relu_is_one_kernel():
+  x, w, bias = rnd(8, 16), rnd(16, 4), rnd(4)
+  out = (x @ w + bias).relu()
+  assert kernels(out) == 1
+  np.testing.assert_allclose(out.numpy(), np.maximum(x.numpy() @ w.numpy() + bias.numpy(), 0), rtol=1e-5, atol=1e-5)
+
+def test_softmax_is_at_most_three_kernels():
+  x = rnd(4, 10)
+  assert kernels(x.softmax(-1)) <= 3
+  assert kernels(x.log_softmax(-1)) <= 3
+
+def test_cheap_shared_work_is_recomputed_expensive_broadcast_work_is_stored():
+  x, w = rnd(8, 16), rnd(4, 16)
+  cheap = x + 1
+  assert kernels((cheap.reshape(8, 1, 16) * w.reshape(1, 4, 16)).sum(-1)) == 1
+  costly = x.exp().sin().sqrt().log()
+  out = (costly.reshape(8, 1, 16) * w.reshape(1, 4, 16)).sum(-1)
+  assert kernels(out) == 2
+  ref = np.log(np.sqrt(np.sin(np.exp(x.numpy()))))
+  np.testing.assert_allclose(out.numpy(), (ref[:, None, :] * w.numpy()[None]).sum(-1), rtol=1e-4, atol=1e-5)
+
+def test_realize_several_in_one_schedule():
+  a = rnd(8)
+  x, y = a * 2, a.sum()
+  assert kernels(x, y) == 2
+  Tensor.realize_all(x, y)
+  np.testing.assert_allclose(x.numpy(), a.numpy() * 2)
+  np.testing.assert_allclose(y.numpy(), a.numpy().sum(), rtol=1e-6)
+
+def test_lazy_until_realized():
+  GlobalCounters.reset()
+  t = rnd(4, 4) * 3 + 1
+  assert GlobalCounters.kernel_count == 0
+  t.realize()
+  assert GlobalCounters.kernel_count == 1
+  t.numpy()
+  assert GlobalCounters.kernel_count == 1, "a realized tensor reads its buffer"
+
+def test_counters_add_up_ops_and_bytes():
+  a, b = rnd(64, 64), rnd(64, 64)
+  GlobalCounters.reset()
+  (a + b).realize()
+  assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_ops == 64 * 64
+  assert GlobalCounters.global_mem == 3 * 64 * 64 * 4 and GlobalCounters.time_sum_s > 0
+
+def test_schedule_cache_hits_for_identical_graphs():
+  def step(v):
+    return ((Tensor(np.full((4, 4), v, np.float32)) + 1) * 2).sum(0)
+  step(1).realize()
+  hits = stats["hits"]
+  out = step(5).realize()
+  assert stats["hits"] == hits + 1
+  np.testing.assert_allclose(out.numpy(), np.full(4, 48.0))
+  with Context(SCACHE=0):
+    before = stats["hits"]
+    step(2).realize()
+    assert stats["hits"] == before
+
+def test_assign_orders_readers_before_writers():
+  w = Tensor(np.arange(4, dtype=np.float32)).contiguous().realize()
+  old = w * 1.0          # reads w before the assign
+  w.assign(w + 10)
+  Tensor.realize_all(old, w)
+  np.testing.assert_allclose(old.numpy(), np.arange(4))
+  np.testing.assert_allclose(w.numpy(), np.arange(4) + 10)
+
+def test_assign_reading_shifted_view_of_itself():
+  w = Tensor(np.arange(6, dtype=np.float32)).contiguous().realize()
+  w.assign(w.flip(0)).realize()
+  np.testing.assert_allclose(w.numpy(), np.arange(6)[::-1])
+
+def test_zero_size_tensors():
+  z = Tensor.zeros(0, 3) + 1
+  assert z.numpy().shape == (0, 3) and kernels(z) == 0
+  assert Tensor.ones(0).sum().item() == 0

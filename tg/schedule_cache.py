@@ -1,0 +1,75 @@
+"""SCACHE: a graph that differs from an earlier one only in which input buffers it reads gets that graph's schedule
+again (same kernel ASTs, fresh intermediate buffers) without running the scheduler."""
+from __future__ import annotations
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from ir.dtype import DType, dtypes
+from ir.ops import Ops
+from ir.pattern import substitute
+from ir.switches import DEBUG, SCACHE
+from ir.uop import UOp
+from drivers.device import Buffer
+from tg.schedule import ScheduleItem, Scheduler
+
+MAX_ENTRIES = 512
+
+@dataclass(frozen=True)
+class BufferSlot:
+  """Stands for the index-th input buffer of a cached graph (it has what the scheduler reads of a Buffer)."""
+  index: int
+  device: str
+  size: int
+  dtype: DType
+
+@dataclass
+class _Template:
+  items: list[ScheduleItem]          # bufs hold BufferSlots (inputs) and the template's own Buffers (intermediates)
+  becomes: list[tuple[int, UOp]]     # (position of the node in the graph's toposort, its BUFFER view)
+  var_vals: dict[str, int]
+  fresh: list[Buffer]                # the template's intermediates, replaced by new Buffers on every use
+
+_cache: OrderedDict[UOp, _Template] = OrderedDict()
+stats = {"hits": 0, "misses": 0}
+
+def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  """(kernels and copies in run order, {realized node: its BUFFER view}, Variable values), through the cache."""
+  st = time.perf_counter()
+  if not SCACHE: return Scheduler(targets).schedule()
+  sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
+  order = sink.toposort()
+  inputs = [u for u in order if u.op is Ops.BUFFER]
+  slot_uops = {u: UOp(Ops.BUFFER, u.dtype, (), (BufferSlot(i, u.arg[0].device, u.arg[0].size, u.arg[0].dtype),)) for i, u in enumerate(inputs)}
+  key = substitute(sink, slot_uops)
+  if (template := _cache.get(key)) is None:
+    stats["misses"] += 1
+    template = _make_template(key)
+    _cache[key] = template
+    if len(_cache) > MAX_ENTRIES: _cache.popitem(last=False)
+    hit = False
+  else:
+    stats["hits"] += 1
+    _cache.move_to_end(key)
+    hit = True
+  out = _instantiate(template, inputs, order, slot_uops)
+  if DEBUG >= 1 and (len(out[0]) > 1 or DEBUG >= 3):
+    print(f"scheduled {len(out[0]):5d} kernels in {(time.perf_counter() - st) * 1e3:8.2f} ms | {'cache hit' if hit else 'CACHE MISS'}")
+  return out
+
+def _make_template(key: UOp) -> _Template:
+  items, becomes, var_vals = Scheduler(list(key.src)).schedule()
+  position = {u: i for i, u in enumerate(key.toposort())}
+  fresh = list(dict.fromkeys(b for it in items for b in it.bufs if isinstance(b, Buffer)))
+  fresh += [v.base.arg[0] for v in becomes.values() if v.base.op is Ops.BUFFER and isinstance(v.base.arg[0], Buffer) and v.base.arg[0] not in fresh]
+  return _Template(items, [(position[k], v) for k, v in becomes.items()], var_vals, fresh)
+
+def _instantiate(t: _Template, inputs: list[UOp], order: list[UOp], slot_uops: dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  new_bufs = {b: Buffer(b.device, b.size, b.dtype) for b in t.fresh}
+  real: dict = {slot.arg[0]: u.arg[0] for u, slot in slot_uops.items()}
+  real.update(new_bufs)
+  items = [ScheduleItem(it.ast, [real[b] for b in it.bufs], dict(it.var_vals), it.writes_version, {real[b]: v for b, v in it.reads.items()})
+           for it in t.items]
+  buffer_uops = {UOp(Ops.BUFFER, b.dtype, (), (b,)): UOp(Ops.BUFFER, nb.dtype, (), (nb,)) for b, nb in new_bufs.items()}
+  buffer_uops.update({slot: u for u, slot in slot_uops.items()})
+  becomes = {order[pos]: substitute(v, buffer_uops) for pos, v in t.becomes}
+  return items, becomes, dict(t.var_vals)
