@@ -68,4 +68,4 @@ def test_tensor_level_shapes_and_errors():
   with pytest.raises(ValueError): buf_uop.permute((0, 0))
   with pytest.raises(ValueError): buf_uop.expand((4, 7))
   with pytest.raises(ValueError): buf_uop.shrink(((0, 5), (0, 6)))
-  assert buf_uop.reshape((24,)).reshape((4, 6)) is buf_uop
+  assert buf_uop.reshape((4, 6)) is buf_uop and buf_uop.permute((0, 1)) is buf_uop
