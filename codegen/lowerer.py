@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 from ir.dtype import DType, dtypes
 from ir.ops import Ops, reduce_identity, ELEMENTWISE
+from ir.shapetracker import unravel
 from ir.symbolic import simplify
 from ir.uop import UOp
 from codegen.kernel import AxisType, Kernel
@@ -116,7 +117,8 @@ class Lowerer:
     """The UOp computing `node` at index `at` (unrolled axes are constants in `at`)."""
     memo: dict[UOp, UOp] = {}
     for n in node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node):
-      if n.op is Ops.LOAD:
+      if n.op is Ops.LOAD and len(n.src) == 3: memo[n] = self._gather(n, at, memo[n.src[2]])
+      elif n.op is Ops.LOAD:
         idx, valid = self._index(n.src[1], at)
         if valid.op is Ops.CONST: memo[n] = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
         else: memo[n] = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
@@ -134,6 +136,18 @@ class Lowerer:
       elif n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): memo[n] = n
       else: raise ValueError(f"can't lower {n.op} in a kernel")
     return memo[node]
+
+  def _gather(self, n: UOp, at: tuple[UOp, ...], index_value: UOp) -> UOp:
+    """LOAD(buf, VIEW(kernel -> output position), index): x at the output position with axis `dim` replaced by index."""
+    dim, x_view, out_shape = n.arg
+    flat, valid = self.view_st[n.src[1]].to_uops(list(at), self.idx_dtype)
+    pos = unravel(flat, out_shape)
+    pos[dim] = index_value.cast(self.idx_dtype)
+    valid = valid & (pos[dim] >= 0) & (pos[dim] < x_view.shape[dim])  # out of range reads 0
+    idx, inner_valid = x_view.to_uops(pos, self.idx_dtype)
+    valid, idx = simplify(valid & inner_valid), simplify(idx)
+    if valid.op is Ops.CONST: return UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
+    return valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
 
 def lower(k: Kernel, split_first_axis_across_cores: bool = False) -> list[UOp]:
   return Lowerer(k, split_first_axis_across_cores).lower()

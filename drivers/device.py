@@ -129,7 +129,7 @@ class DeviceUnavailable(RuntimeError): pass
 # name -> "module:Class"; None where tg has no driver yet
 DRIVERS: dict[str, str | None] = {
   "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": None, "NV": None, "CUDA": None, "QCOM": None, "CL": None,
-  "DSP": None, "WEBGPU": None, "PYTHON": None, "NULL": None, "DISK": None}
+  "DSP": None, "WEBGPU": None, "PYTHON": None, "NULL": None, "DISK": "drivers.disk:DiskDevice"}
 DEFAULT_ORDER = ("METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU")
 
 class _Device:

@@ -7,6 +7,7 @@ class Ops(enum.Enum):
   # leaves of tensor graphs
   BUFFER = enum.auto(); CONST = enum.auto(); DEVICE = enum.auto(); DEFINE_VAR = enum.auto(); BIND = enum.auto()
   ARANGE = enum.auto()  # 0, 1, ..., n-1 along one axis: arg n in tensor graphs; in kernels the index through a VIEW
+  TAKE = enum.auto()    # out[.., i, ..] = x[.., idx[.., i, ..], ..] along arg=dim (tensor graphs); in kernels: a LOAD at a computed index
   # movement (tensor graphs only; the scheduler folds them into views)
   RESHAPE = enum.auto(); PERMUTE = enum.auto(); EXPAND = enum.auto(); PAD = enum.auto(); SHRINK = enum.auto(); FLIP = enum.auto()
   # tensor-graph markers

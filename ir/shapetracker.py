@@ -68,6 +68,7 @@ class View:
   def reshape(self, new_shape: tuple[int, ...]) -> View | None:
     """The same elements in `new_shape` as one view, or None when one strided view can't express it."""
     if new_shape == self.shape: return self
+    if 0 in self.shape: return View.create(new_shape)  # no elements: any layout is right
     if self.is_empty(): return View.create(new_shape, mask=tuple((0, 0) for _ in new_shape))
     if self.contiguous: return View.create(new_shape)
     old = [(s, st, m) for s, st, m in zip(self.shape, self.strides, self.mask or [(0, s) for s in self.shape]) if s != 1]

@@ -177,6 +177,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...]:
   if u.op is Ops.BUFFER: return (u.arg[0].size,)
   if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
   if u.op is Ops.ARANGE: return (u.arg,)
+  if u.op is Ops.TAKE: return u.src[1].shape
   if u.op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if u.op is Ops.PERMUTE: return tuple(u.src[0].shape[i] for i in u.arg)
   if u.op is Ops.PAD: return tuple(s + a + b for s, (a, b) in zip(u.src[0].shape, u.arg))

@@ -109,7 +109,9 @@ class CreationMixin:
     k0, k1 = key[0]._broadcast_to((half,)), key[1]._broadcast_to((half,))
     y0, y1 = _threefry2x32(x0, x1, k0, k1)
     counter.assign(counter + half)
-    return y0.cat(y1)[:n] if n else cls.zeros(0, device=dev, dtype=dtypes.uint32)
+    bits = y0.cat(y1)[:n] if n else cls.zeros(0, device=dev, dtype=dtypes.uint32)
+    # drawn now: a lazy graph re-evaluated after the counter moved on (e.g. by backward) would draw different numbers
+    return bits.realize(counter)
 
   @classmethod
   def rand(cls, *shape, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
@@ -120,7 +122,7 @@ class CreationMixin:
     bits = cls.random_bits(prod(shape), device)
     wide = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
     out = ((bits >> (32 - mantissa)).cast(wide) * (2.0 ** -mantissa)).cast(dt).reshape(shape)
-    out.requires_grad, out._leaf = bool(requires_grad), True
+    out.requires_grad, out._leaf = requires_grad, True
     return out
   @classmethod
   def uniform(cls, *shape, low: float = 0.0, high: float = 1.0, **kw) -> Tensor:
@@ -172,8 +174,7 @@ class CreationMixin:
     return cls.normal(*shape, mean=0.0, std=std, **kw)
 
   def requires_grad_(self, requires_grad: bool | None = True) -> Tensor:
-    if requires_grad:
-      if not dtypes.is_float(self.dtype): raise RuntimeError(f"only floating point tensors can require gradients, got {self.dtype}")
-      self.requires_grad, self._leaf = True, True
-    elif requires_grad is False: self.requires_grad = False
+    """Mark a tensor made by a constructor as a leaf that does (True), doesn't (False) or may (None) require grad."""
+    if requires_grad and not dtypes.is_float(self.dtype): raise RuntimeError(f"only floating point tensors can require gradients, got {self.dtype}")
+    self.requires_grad, self._leaf = requires_grad, True
     return self

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from ir.ops import Ops
 from ir.uop import UOp
+from ir.helpers import prod
+from tg.schedule import contiguous_region
 from tg.fp8 import FP8, float_to_fp8, fp8_to_float
 
 if TYPE_CHECKING: from tg.tensor import Tensor
@@ -38,7 +40,13 @@ class ElementwiseMixin:
     if dt in FP8: return float_to_fp8(self, dt)
     return self._new(self.uop.cast(dt))
   def bitcast(self, dtype: DType | str) -> Tensor:
+    """Reinterpret the bytes (the last dim scales when the sizes differ). On a realized contiguous tensor this is
+    a view of the same memory, so it works on devices that run no kernels (DISK)."""
     dt = to_dtype(dtype)
+    if dt != self.dtype and (region := contiguous_region(self.uop)) is not None and (self.shape[-1:] and (self.shape[-1] * self.dtype.itemsize) % dt.itemsize == 0 or not self.shape and dt.itemsize == self.dtype.itemsize):
+      shape = (*self.shape[:-1], self.shape[-1] * self.dtype.itemsize // dt.itemsize) if self.shape else ()
+      view = region.base.view(prod(shape), dt, region.offset)
+      return self._new(UOp(Ops.BUFFER, dt, (), (view,)).reshape(shape))
     if dt.itemsize != self.dtype.itemsize:
       if self.ndim == 0 or (self.shape[-1] * self.dtype.itemsize) % dt.itemsize: raise ValueError(f"can't bitcast {self.dtype} {self.shape} to {dt}")
       return self._bitcast_resize(dt)

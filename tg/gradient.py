@@ -31,6 +31,18 @@ def _reduce_grad(u: UOp, g: UOp) -> UOp:
   others = _where(no_zero, ret.alu(Ops.FDIV, _where(is_zero, full_like(x, 1), x)), _where(one_zero_here, prod_nonzero, _zeros(x)))
   return others * g.expand(x.shape)
 
+def _take_grad(u: UOp, g: UOp) -> UOp:
+  """Scatter-add g back to the gathered positions: sum over i of g[.., i, ..] * (idx[.., i, ..] == j)."""
+  x, idx = u.src
+  dim, n = u.arg, x.shape[u.arg]
+  wide = g.shape[:dim + 1] + (n,) + g.shape[dim + 1:]
+  at = lambda t: t.reshape(t.shape[:dim + 1] + (1,) + t.shape[dim + 1:]).expand(wide)
+  positions = UOp(Ops.ARANGE, dtypes.int32, (UOp(Ops.DEVICE, arg=g.device),), n).cast(idx.dtype)
+  positions = positions.reshape((1,) * (dim + 1) + (n,) + (1,) * (len(g.shape) - dim - 1)).expand(wide)
+  hit = at(idx).alu(Ops.CMPEQ, positions)
+  summed = _where(hit, at(g), full_like(at(g), 0)).r(Ops.ADD, (dim,))
+  return summed.reshape(g.shape[:dim] + (n,) + g.shape[dim + 1:])
+
 def grad_rule(u: UOp, g: UOp) -> tuple[UOp | None, ...]:
   """Gradients of u's sources given the gradient `g` of u."""
   op, s = u.op, u.src
@@ -52,6 +64,7 @@ def grad_rule(u: UOp, g: UOp) -> tuple[UOp | None, ...]:
   if op is Ops.MULACC: return (g * s[1], g * s[0], g)
   if op is Ops.CAST: return (g.cast(s[0].dtype) if dtypes.is_float(s[0].dtype) else None,)
   if op is Ops.REDUCE_AXIS: return (_reduce_grad(u, g),)
+  if op is Ops.TAKE: return (_take_grad(u, g), None)
   if op is Ops.RESHAPE: return (g.reshape(s[0].shape),)
   if op is Ops.PERMUTE: return (g.permute(tuple(argsort(u.arg))),)
   if op is Ops.EXPAND: return (g.r(Ops.ADD, tuple(i for i, (a, b) in enumerate(zip(s[0].shape, u.shape)) if a != b)),)

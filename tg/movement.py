@@ -7,6 +7,7 @@ import numpy as np
 from ir.dtype import dtypes
 from ir.helpers import broadcast_shape, prod
 from ir.ops import Ops
+from ir.uop import UOp
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
@@ -161,11 +162,9 @@ class MovementMixin:
   def meshgrid(self, *others: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     if indexing not in ("ij", "xy"): raise ValueError(f"indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = [self, *others]
-    if indexing == "xy" and len(ts) >= 2: ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t.numel() for t in ts)
     out = [t.reshape(*[-1 if i == j else 1 for j in range(len(ts))]).expand(shape) for i, t in enumerate(ts)]
-    if indexing == "xy" and len(ts) >= 2: out = [o.transpose(0, 1) for o in out]; out[0], out[1] = out[1], out[0]
-    return tuple(out)
+    return tuple(o.transpose(0, 1) for o in out) if indexing == "xy" and len(ts) >= 2 else tuple(out)
 
   def tril(self, diagonal: int = 0) -> Tensor: return self._tri(diagonal, lower=True)
   def triu(self, diagonal: int = 0) -> Tensor: return self._tri(diagonal, lower=False)
@@ -174,7 +173,7 @@ class MovementMixin:
     r, c = self.shape[-2:]
     rows, cols = type(self).arange(r, device=self.device).reshape(r, 1), type(self).arange(c, device=self.device).reshape(1, c)
     keep = (cols <= rows + diagonal) if lower else (cols >= rows + diagonal)
-    return keep.where(self, 0)
+    return keep.where(self, self.zeros_like())
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     a, b = self._axis(dim1), self._axis(dim2)
     rest = [i for i in range(self.ndim) if i not in (a, b)]
@@ -199,14 +198,17 @@ class MovementMixin:
     if num_classes == -1: num_classes = int(self.max().item()) + 1
     return self._onehot(num_classes).cast(dtypes.default_int)
   def gather(self, dim: int, index: Tensor) -> Tensor:
+    """out[.., i, ..] = self[.., index[.., i, ..], ..] along `dim` (torch.gather); negative indices wrap."""
     d = self._axis(dim)
     if index.ndim != self.ndim or any(i > s for j, (i, s) in enumerate(zip(index.shape, self.shape)) if j != d):
       raise ValueError(f"gather index shape {index.shape} doesn't fit input {self.shape} at dim {d}")
     if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    x = self.shrink([None if j == d else (0, i) for j, i in enumerate(index.shape)])
     n = self.shape[d]
-    x = self.shrink([None if j == d else (0, i) for j, i in enumerate(index.shape)]).unsqueeze(d)   # (.., 1, n, ..)
-    mask = index._onehot(n).permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))          # (.., k, n, ..)
-    return mask.where(x, 0).sum(d + 1, dtype=self.dtype)
+    return x._take(d, (index < 0).where(index + n, index) if not dtypes.is_unsigned(index.dtype) else index)
+  def _take(self, dim: int, index: Tensor) -> Tensor:
+    """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0."""
+    return self._new(UOp(Ops.TAKE, self.dtype, (self.uop, index.uop), dim), index)
   def take_along_dim(self, indices: Tensor, dim: int) -> Tensor: return self.gather(dim, indices)
   def _scatter_mask(self, dim: int, index: Tensor) -> tuple[int, Tensor]:
     d = self._axis(dim)
@@ -228,7 +230,10 @@ class MovementMixin:
     pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
     vals = src_t.pad(pads).unsqueeze(d + 1)                      # (.., k, 1, ..)
     hit = mask.any(d)                                            # (.., n, ..)
-    if reduce == "replace": return hit.where(mask.where(vals, 0).sum(d, dtype=self.dtype), self)
+    if reduce == "replace":  # for repeated indices the last write wins
+      order = type(self).arange(1, index.shape[d] + 1, device=self.device).reshape(*[index.shape[d] if j == d else 1 for j in range(mask.ndim)])
+      winner = mask.where(order, 0).max(d, keepdim=True)
+      return hit.where(((order == winner) & mask).where(vals, 0).sum(d, dtype=self.dtype), self)
     if reduce in ("sum", "mean"):
       total = mask.where(vals, 0).sum(d, dtype=self.dtype)
       count = mask.sum(d, dtype=dtypes.default_int)
@@ -314,22 +319,25 @@ class MovementMixin:
     return x._advanced_index(tensors)
 
   def _advanced_index(self, tensors: list[tuple[int, Tensor]]) -> Tensor:
+    """numpy's integer-array indexing: the indexed dims are flattened into one and gathered with one index."""
     dims = [d for d, _ in tensors]
     bshape = broadcast_shape(*(t.shape for _, t in tensors))
-    idx = [t._broadcast_to(bshape) for _, t in tensors]
     rest = [d for d in range(self.ndim) if d not in dims]
-    x = self.permute(*dims, *rest)                                          # (n_1..n_k, rest)
-    nb, k = len(bshape), len(dims)
-    x = x.reshape(*(1,) * nb, *x.shape)                                     # (1.., n_1..n_k, rest)
-    mask = None
-    for j, (d, t) in enumerate(zip(dims, idx)):
-      m = t._onehot(self.shape[d]).reshape(*bshape, *[self.shape[d] if q == j else 1 for q in range(k)])
-      mask = m if mask is None else mask & m
-    mask = mask.reshape(*mask.shape, *(1,) * len(rest))
-    out = mask.where(x, 0).sum(tuple(range(nb, nb + k)), dtype=self.dtype) if k else x  # (B, rest)
-    adjacent = dims == list(range(dims[0], dims[0] + k))
-    if adjacent and dims[0] > 0:
-      out = out.permute(*range(nb, nb + dims[0]), *range(nb), *range(nb + dims[0], out.ndim))
+    sizes = [self.shape[d] for d in dims]
+    flat, inside = None, None
+    for (d, t), n, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
+      t = t._broadcast_to(bshape).cast(dtypes.int64 if prod(sizes) >= 2**31 else dtypes.int32)
+      t = (t < 0).where(t + n, t)
+      ok = (t >= 0) & (t < n)
+      flat, inside = (t * stride, ok) if flat is None else (flat + t * stride, inside & ok)
+    flat = inside.where(flat, -1)  # a bad index in any dim reads 0
+    x = self.permute(*dims, *rest).reshape(prod(sizes), *[self.shape[d] for d in rest])
+    nb = prod(bshape)
+    index = flat.reshape(nb, *[1] * len(rest)).expand(nb, *x.shape[1:])
+    out = x._take(0, index).reshape(*bshape, *x.shape[1:])
+    nbd = len(bshape)
+    if dims == list(range(dims[0], dims[0] + len(dims))) and dims[0] > 0:  # adjacent index dims stay in place
+      out = out.permute(*range(nbd, nbd + dims[0]), *range(nbd), *range(nbd + dims[0], out.ndim))
     return out
 
   def __setitem__(self, indices, value) -> None:

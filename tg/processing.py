@@ -156,7 +156,7 @@ class ProcessingMixin:
   def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv_transpose2d(weight, bias, **kw)
 
   def _pool_prepare(self, kernel_size, stride, dilation, padding, ceil_mode: bool, fill: float) -> tuple[Tensor, tuple, list]:
-    n = len(_tuple(kernel_size, 2)) if not isinstance(kernel_size, int) else 2
+    n = 2 if isinstance(kernel_size, int) else len(kernel_size)
     k = _tuple(kernel_size, n)
     s = _tuple(stride if stride is not None else k, n)
     d = _tuple(dilation, n)

@@ -2,8 +2,9 @@
 bytes between devices. DEBUG>=2 prints one line per call; GlobalCounters add up kernels, ops, bytes and time."""
 from __future__ import annotations
 import time
+from dataclasses import dataclass
 from ir.ops import Ops
-from ir.switches import DEBUG, NOOPT
+from ir.switches import CAPTURING, DEBUG, NOOPT
 from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
@@ -66,8 +67,22 @@ def run_copy(dest: Buffer, src: Buffer) -> float:
   if DEBUG >= 2: print(f"*** {dest.device[:7]:7s} {'':4s} copy {dest.nbytes:8d} B, {dest.device:>7s} <- {src.device:7s}")
   return et
 
+@dataclass
+class ExecItem:
+  """One call a TinyJit replays: a compiled kernel (or a copy when runner is None) with its buffers."""
+  runner: CompiledRunner | None
+  bufs: list[Buffer]
+  var_vals: dict[str, int]
+  def run(self, jit: bool = False) -> None:
+    for b in self.bufs: b.ensure_allocated()
+    if self.runner is None: run_copy(self.bufs[0], self.bufs[1])
+    else: self.runner(self.bufs, self.var_vals, jit)
+
+# TinyJit captures push a list here; every call executed while one is open is appended to it
+capture_stack: list[list[ExecItem]] = []
+
 def run_schedule(schedule: list[ScheduleItem]) -> None:
   for item in schedule:
-    for b in item.bufs: b.ensure_allocated()
-    if item.ast.op is Ops.COPY: run_copy(item.bufs[0], item.bufs[1])
-    else: get_runner(item.bufs[0].device, item.ast)(item.bufs, item.var_vals)
+    ei = ExecItem(None if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast), item.bufs, item.var_vals)
+    ei.run()
+    if capture_stack and CAPTURING: capture_stack[-1].append(ei)

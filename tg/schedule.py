@@ -12,7 +12,7 @@ from ir.dtype import dtypes
 from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, ZERO_PRESERVING
 from ir.pattern import substitute
-from ir.shapetracker import ShapeTracker
+from ir.shapetracker import ShapeTracker, strides_for_shape
 from ir.uop import UOp
 from drivers.device import Buffer
 
@@ -48,6 +48,16 @@ def buffer_of(u: UOp) -> tuple[Buffer, ShapeTracker] | None:
     return inner[0], inner[1] + st
   return (base.arg[0], st) if base.op is Ops.BUFFER else None
 
+def contiguous_region(u: UOp) -> Buffer | None:
+  """The memory `u` covers when it is a row-major byte range of a realized buffer (the buffer or a view of it)."""
+  found = buffer_of(u)
+  if found is None: return None
+  buf, st = found
+  v = st.views[0]
+  if len(st.views) != 1 or v.mask is not None or v.offset < 0 or v.strides != strides_for_shape(st.shape): return None
+  if v.offset == 0 and st.size == buf.size and u.dtype == buf.dtype: return buf
+  return buf.base.view(st.size, u.dtype, buf.offset + v.offset * buf.dtype.itemsize)
+
 def _masked(st: ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
 
 class Scheduler:
@@ -81,10 +91,11 @@ class Scheduler:
       self.roots.add(t if base.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.ARANGE) else base)
     for u in self.order:
       if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.REDUCE_AXIS): self.roots.add(u)
+      if u.op is Ops.TAKE and buffer_of(u.src[0]) is None: self.roots.add(u.src[0])  # a gather reads memory
       if u.op is Ops.CONTIGUOUS and self._is_whole_buffer(u.src[0]):  # already contiguous memory: nothing to copy
         self.roots.discard(u)
         self.becomes[u] = u.src[0]
-      if u.op is Ops.COPY and not self._is_whole_buffer(u.src[0]): self.roots.add(u.src[0])
+      if u.op is Ops.COPY and contiguous_region(u.src[0]) is None: self.roots.add(u.src[0])
     for u in self.order:
       if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
 
@@ -128,9 +139,9 @@ class Scheduler:
       self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (self.buffers[u],)).reshape(u.shape)
       return
     if u.op is Ops.COPY:
-      src = u.src[0] if self._is_whole_buffer(u.src[0]) else self.becomes[u.src[0]]
+      src = contiguous_region(u.src[0]) or contiguous_region(self.becomes[u.src[0]])
       out = self._new_buffer(u)
-      self.items.append(ScheduleItem(u, [out, buffer_of(src)[0]]))
+      self.items.append(ScheduleItem(u, [out, src]))
       return
     if u.op is Ops.ASSIGN: self._schedule_assign(u)
     else:
@@ -150,7 +161,7 @@ class Scheduler:
     if (tb := buffer_of(target)) is None: raise RuntimeError("ASSIGN target is not a realized buffer")
     buf, st = tb
     item = self._build_kernel(u, buf, st, value)
-    if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and x.src[1].arg != st for x in item.ast.toposort()):
+    if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and (x.src[1].arg != st or len(x.src) > 2) for x in item.ast.toposort()):
       # the value reads the target at other places than the kernel writes: store the value first
       self.roots.add(value)
       self._schedule_root(value)
@@ -183,6 +194,10 @@ class Scheduler:
         base, inner = movement_view(n)
         return build(base, inner + st)
       if n.op is Ops.CONST: return UOp(Ops.VIEW, n.dtype, (UOp.const(n.dtype, n.arg),), st)
+      if n.op is Ops.TAKE:
+        b, x_view = buffer_of(self.becomes.get(n.src[0], n.src[0]))
+        reads[b] = max(reads.get(b, 0), self.assign_version.get(n.src[0].base, 0))
+        return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=st), build(n.src[1], st)), (n.arg, x_view, n.shape))
       if n.op is Ops.ARANGE: return UOp(Ops.ARANGE, n.dtype, (UOp(Ops.VIEW, arg=st),))
       if n.op in (Ops.BIND, Ops.DEFINE_VAR):
         var = n.src[0] if n.op is Ops.BIND else n
@@ -232,7 +247,7 @@ def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
   if any(u.op is Ops.REDUCE_AXIS for u in e.ast.toposort()): return False
   for load in _loads_of(e.ast, idx):
     st = load.src[1].arg
-    if not st.contiguous or st.shape != kernel_shape: return False
+    if len(load.src) > 2 or not st.contiguous or st.shape != kernel_shape: return False
   # renumber the reduction's buffers into e's list and re-express e in the reduction's output space
   bufs = list(e.bufs)
   for b in r.bufs[1:]:

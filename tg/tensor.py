@@ -7,7 +7,6 @@ import numpy as np
 from ir.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from ir.helpers import broadcast_shape, dedup, prod
 from ir.ops import Ops
-from ir.shapetracker import strides_for_shape
 from ir.uop import UOp
 from drivers.device import Buffer, Device
 from tg.creation import CreationMixin
@@ -17,9 +16,9 @@ from tg.losses import LossMixin
 from tg.movement import MovementMixin
 from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value_dtype
 from tg.processing import ProcessingMixin
-from tg.realize import run_schedule
+from tg.realize import capture_stack, run_schedule
 from tg.reduce import ReduceMixin
-from tg.schedule import buffer_of
+from tg.schedule import buffer_of, contiguous_region
 from tg.schedule_cache import create_schedule
 from ir.pattern import substitute as substitute_nodes
 
@@ -55,7 +54,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     elif isinstance(data, np.generic): raise TypeError(f"numpy scalars are not accepted (got {type(data).__name__}); use .item() or np.array(x)")
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
     self.uop, self.grad, self._grad_graph = uop, None, None
-    self.requires_grad, self._leaf = bool(requires_grad), True
+    # None: never set (autograd treats it as False; an optimizer given this tensor trains it); True/False: explicit
+    self.requires_grad: bool | None = requires_grad
+    self._leaf = True
     if requires_grad and not dtypes.is_float(uop.dtype): raise RuntimeError(f"only floating point tensors can require gradients, got {uop.dtype}")
     Tensor._live.add(self)
 
@@ -70,8 +71,8 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def _new(self, uop: UOp, *parents: Tensor) -> Tensor:
     """A tensor computed from self (and parents): it requires grad if any of them does."""
     out = Tensor(uop)
-    if self.requires_grad or any(p.requires_grad for p in parents):
-      out.requires_grad, out._leaf = True, False
+    out.requires_grad = bool(self.requires_grad or any(p.requires_grad for p in parents))
+    out._leaf = not out.requires_grad
     return out
 
   # ---------------- properties ----------------
@@ -118,17 +119,13 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def _contiguous_buffer(self) -> Buffer:
     """A buffer holding exactly self's elements in row-major order (computing them if needed)."""
     self.realize()
-    found = buffer_of(self.uop)
-    if found is not None:
-      buf, st = found
-      v = st.views[0]
-      if len(st.views) == 1 and v.mask is None and v.strides == strides_for_shape(st.shape) and v.offset >= 0:
-        return buf if v.offset == 0 and buf.size == st.size else buf.view(st.size, buf.dtype, v.offset * buf.dtype.itemsize)
+    if (region := contiguous_region(self.uop)) is not None: return region
     t = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,))).realize()
     return buffer_of(t.uop)[0]
 
   def numpy(self) -> np.ndarray:
     """The values as a new numpy array (bfloat16 and fp8 come back as float32)."""
+    if capture_stack: raise RuntimeError("cannot access tensor data during JIT capture, the value would be baked in")
     if self.numel() == 0: return np.zeros(self.shape, dtype=value_dtype(self.dtype))
     buf = self._contiguous_buffer()
     raw = np.frombuffer(buf.as_bytes(), dtype=storage_dtype(self.dtype))

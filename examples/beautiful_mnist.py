@@ -1,0 +1,43 @@
+"""Train a small convolutional network on MNIST with TinyJit (a tg port of the tinygrad docs' example).
+Switches: BS (batch size, default 512), STEPS (default 70), MNIST_DIR (where the IDX files are)."""
+from typing import Callable
+from tg import Tensor, TinyJit, nn, GlobalCounters, Context, getenv
+from tg.nn.datasets import mnist
+from tg.progress import trange
+
+class Model:
+  def __init__(self):
+    self.layers: list[Callable[[Tensor], Tensor]] = [
+      nn.Conv2d(1, 32, 5), Tensor.relu,
+      nn.Conv2d(32, 32, 5), Tensor.relu,
+      nn.BatchNorm(32), Tensor.max_pool2d,
+      nn.Conv2d(32, 64, 3), Tensor.relu,
+      nn.Conv2d(64, 64, 3), Tensor.relu,
+      nn.BatchNorm(64), Tensor.max_pool2d,
+      lambda x: x.flatten(1), nn.Linear(576, 10)]
+
+  def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
+
+if __name__ == "__main__":
+  X_train, Y_train, X_test, Y_test = mnist()
+  model = Model()
+  opt = nn.optim.Adam(nn.state.get_parameters(model))
+
+  @TinyJit
+  @Context(TRAINING=1)
+  def train_step() -> Tensor:
+    opt.zero_grad()
+    samples = Tensor.randint(getenv("BS", 512), high=X_train.shape[0])
+    loss = model(X_train[samples]).sparse_categorical_crossentropy(Y_train[samples]).backward()
+    opt.step()
+    return loss
+
+  @TinyJit
+  def get_test_acc() -> Tensor: return (model(X_test).argmax(axis=1) == Y_test).mean() * 100
+
+  test_acc = float("nan")
+  for i in (t := trange(getenv("STEPS", 70))):
+    GlobalCounters.reset()  # so DEBUG=2 shows the time of this step alone
+    loss = train_step()
+    if i % 10 == 9: test_acc = get_test_acc().item()
+    t.set_description(f"loss: {loss.item():6.2f} test_accuracy: {test_acc:5.2f}%")

@@ -1,0 +1,150 @@
+"""TinyJit: the first call runs normally, the second records every kernel and copy it runs, and from the third on
+those are replayed with the new inputs' buffers, without running the Python function or the scheduler again.
+Python values (ints, branches, shapes of intermediate results) are frozen at capture; returned tensors are the same
+objects on every replay, refilled in place (call .clone().realize() to keep a result)."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+from ir.ops import Ops
+from ir.shapetracker import ShapeTracker
+from ir.switches import DEBUG, JIT
+from drivers.device import Buffer
+from tg.realize import ExecItem, capture_stack
+from tg.schedule import buffer_of
+from tg.tensor import Tensor
+
+class JitError(RuntimeError): pass
+
+def _input_tensors(args: tuple, kwargs: dict) -> list[tuple[Any, Tensor]]:
+  """(name, tensor) for tensor arguments, tensors inside list/tuple/dict arguments, and keyword tensors by name."""
+  found: list[tuple[Any, Tensor]] = []
+  def add(name, x):
+    if isinstance(x, Tensor): found.append((name, x))
+    elif isinstance(x, (list, tuple)):
+      for i, v in enumerate(x):
+        if isinstance(v, Tensor): found.append(((name, i), v))
+    elif isinstance(x, dict):
+      for k, v in x.items():
+        if isinstance(v, Tensor): found.append(((name, k), v))
+  for i, a in enumerate(args): add(i, a)
+  for k in sorted(kwargs): add(k, kwargs[k])
+  return found
+
+def _output_tensors(ret: Any) -> list[Tensor]:
+  if ret is None: return []
+  if isinstance(ret, Tensor): return [ret]
+  if isinstance(ret, (list, tuple)): return [t for r in ret for t in _output_tensors(r)]
+  if isinstance(ret, dict): return [t for r in ret.values() for t in _output_tensors(r)]
+  raise JitError(f"JIT return contains a non-Tensor value of type {type(ret).__name__}")
+
+@dataclass(frozen=True)
+class InputInfo:
+  """What a replay's input must match: the view of its buffer, dtype and device."""
+  view: ShapeTracker
+  buffer_size: int
+  dtype: Any
+  device: str
+
+def _describe(t: Tensor) -> tuple[Buffer, InputInfo]:
+  found = buffer_of(t.uop)
+  if found is None: raise JitError("JIT inputs must be realized buffers")
+  buf, st = found
+  return buf, InputInfo(st, buf.size, t.dtype, t.device)
+
+class CapturedJit:
+  def __init__(self, items: list[ExecItem], names: list, inputs: list[tuple[Buffer, InputInfo]], ret: Any):
+    self.items, self.names, self.ret = items, names, ret
+    self.input_buffers = [b for b, _ in inputs]
+    self.input_info = [i for _, i in inputs]
+    self.slots = {id(b): k for k, b in enumerate(self.input_buffers)}
+    self.kernel_count = sum(1 for ei in items if ei.runner is not None)
+
+  def __call__(self, inputs: list[Buffer]) -> Any:
+    for ei in self.items:
+      bufs = [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in ei.bufs]
+      ExecItem(ei.runner, bufs, ei.var_vals).run(jit=True)
+    return self.ret
+
+class TinyJit:
+  """Decorator: `@TinyJit def step(x): ...`. JIT=0 turns it off; shapes, dtypes and views of inputs are checked."""
+  def __init__(self, fxn: Callable | None = None, prune: bool = False):
+    if prune: raise JitError("TinyJit(prune=True) is not supported yet")
+    self.fxn, self.cnt, self.captured = fxn, 0, None
+    if fxn is not None: functools.update_wrapper(self, fxn)
+
+  def reset(self) -> None: self.cnt, self.captured = 0, None
+  def __get__(self, obj, objtype=None):  # on a method: one JIT shared by every instance of the class
+    return functools.partial(self.__call__, obj) if obj is not None else self
+
+  def __call__(self, *args, **kwargs) -> Any:
+    if self.fxn is None:  # @TinyJit() with arguments
+      self.fxn = args[0]
+      functools.update_wrapper(self, self.fxn)
+      return self
+    if not JIT: return self.fxn(*args, **kwargs)
+    named = _input_tensors(args, kwargs)
+    if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
+    Tensor.realize_all(*(t for _, t in named))
+    described = [_describe(t) for _, t in named]
+    if len({id(b) for b, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
+    if self.cnt == 0:
+      self.cnt = 1
+      return self.fxn(*args, **kwargs)
+    if self.cnt == 1: return self._capture(args, kwargs, [n for n, _ in named], described)
+    names = [n for n, _ in named]
+    if names != self.captured.names: raise JitError(f"args mismatch in JIT: expected inputs {self.captured.names}, got {names}")
+    infos = [i for _, i in described]
+    if infos != self.captured.input_info:
+      bad = next(k for k, (a, b) in enumerate(zip(infos, self.captured.input_info)) if a != b)
+      raise JitError(f"args mismatch in JIT: input {names[bad]!r} expected {_show(self.captured.input_info[bad])}, got {_show(infos[bad])}")
+    self.cnt += 1
+    if DEBUG >= 1 and self.cnt % 10 == 0: print(f"jit execs {self.cnt - 2} calls")
+    return self.captured([b for b, _ in described])
+
+  def _capture(self, args, kwargs, names, described) -> Any:
+    if capture_stack: raise RuntimeError("having TinyJit inside another TinyJit is not supported")
+    items: list[ExecItem] = []
+    capture_stack.append(items)
+    try:
+      ret = self.fxn(*args, **kwargs)
+      outs = _output_tensors(ret)
+      Tensor.realize_all(*outs)
+    finally: capture_stack.pop()
+    if not items: raise JitError("didn't JIT anything!")
+    self.captured = CapturedJit(plan_memory(items, {id(b) for b, _ in described}), names, described, ret)
+    self.cnt = 2
+    if DEBUG >= 1: print(f"JIT captured {self.captured.kernel_count} kernels with {len(described)} inputs")
+    return ret
+
+def plan_memory(items: list[ExecItem], inputs: set[int]) -> list[ExecItem]:
+  """Let buffers that only live inside the captured calls share memory when their lifetimes don't overlap."""
+  reachable: set[int] = set()
+  for t in list(Tensor._live):
+    for u in t.uop.toposort():
+      if u.op is Ops.BUFFER: reachable.add(id(u.arg[0].base))
+  first: dict[int, int] = {}
+  last: dict[int, int] = {}
+  by_id: dict[int, Buffer] = {}
+  for i, ei in enumerate(items):
+    for b in ei.bufs:
+      if b.base is not b or id(b) in inputs or id(b) in reachable: continue
+      by_id[id(b)] = b
+      first.setdefault(id(b), i)
+      last[id(b)] = i
+  pool: dict[tuple, list[tuple[int, Buffer]]] = {}  # (device, size, dtype) -> [(free from index, buffer)]
+  replace: dict[int, Buffer] = {}
+  for bid in sorted(first, key=first.get):
+    b = by_id[bid]
+    slots = pool.setdefault((b.device, b.size, b.dtype), [])
+    free = next((k for k, (until, _) in enumerate(slots) if until < first[bid]), None)
+    if free is None: slots.append((last[bid], b))
+    else:
+      replace[bid] = slots[free][1]
+      slots[free] = (last[bid], slots[free][1])
+  if DEBUG >= 1 and replace: print(f"JIT memory planner: {len(replace)} of {len(first)} internal buffers share memory")
+  return [ExecItem(ei.runner, [replace.get(id(b), b) for b in ei.bufs], ei.var_vals) for ei in items]
+
+def _show(i: InputInfo) -> str: return f"shape {i.view.shape} {i.dtype} on {i.device} (view {i.view.views})"
+
+def is_capturing() -> bool: return bool(capture_stack)

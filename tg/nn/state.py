@@ -1,0 +1,104 @@
+"""Model state: finding a model's tensors (get_state_dict / get_parameters), loading them back (load_state_dict), and
+safetensors files, read lazily from a DISK tensor (only what is used gets copied)."""
+from __future__ import annotations
+import json, os, pathlib, struct, tempfile
+from typing import Any
+from ir.dtype import DType, dtypes
+from ir.helpers import prod
+from tg.tensor import Tensor
+
+SAFETENSORS_DTYPES: dict[str, DType] = {
+  "F64": dtypes.float64, "F32": dtypes.float32, "F16": dtypes.float16, "BF16": dtypes.bfloat16, "F8_E4M3": dtypes.fp8e4m3,
+  "F8_E5M2": dtypes.fp8e5m2, "I64": dtypes.int64, "I32": dtypes.int32, "I16": dtypes.int16, "I8": dtypes.int8, "U64": dtypes.uint64,
+  "U32": dtypes.uint32, "U16": dtypes.uint16, "U8": dtypes.uint8, "BOOL": dtypes.bool}
+_SAFETENSORS_NAMES = {v: k for k, v in SAFETENSORS_DTYPES.items()}
+MAX_HEADER = 100 * 1024 * 1024
+
+def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
+  """Every tensor reachable from obj's attributes, lists, tuples and dicts, keyed like "layers.0.weight"."""
+  if isinstance(obj, tensor_type): return {prefix.strip("."): obj}
+  if hasattr(obj, "_asdict"): return get_state_dict(obj._asdict(), prefix, tensor_type)  # namedtuple
+  if isinstance(obj, dict): items = obj.items()
+  elif isinstance(obj, (list, tuple)): items = enumerate(obj)
+  elif hasattr(obj, "__dict__"): items = vars(obj).items()
+  else: return {}
+  out: dict[str, Tensor] = {}
+  for k, v in items: out.update(get_state_dict(v, f"{prefix}{k}.", tensor_type))
+  return out
+
+def get_parameters(obj: Any) -> list[Tensor]: return list(get_state_dict(obj).values())
+
+def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False,
+                    realize: bool = True) -> None:
+  """Load `state_dict` into the model's tensors (in place). strict: every model key must be present and no others.
+  Shapes must match; floats are converted to the model's dtype, any other dtype change is an error."""
+  model_sd = get_state_dict(model)
+  missing = [k for k in model_sd if k not in state_dict]
+  unexpected = [k for k in state_dict if k not in model_sd]
+  if strict and (missing or unexpected):
+    raise KeyError(f"state dict doesn't match the model: missing {missing[:10]}{'...' if len(missing) > 10 else ''}, "
+                   f"unexpected {unexpected[:10]}{'...' if len(unexpected) > 10 else ''}")
+  if verbose and missing: print(f"load_state_dict: {len(missing)} model tensors are not in the state dict: {missing[:5]}")
+  loaded = []
+  for k, v in model_sd.items():
+    if k not in state_dict: continue
+    src = state_dict[k]
+    if src.shape != v.shape: raise ValueError(f"shape mismatch for {k!r}: model has {v.shape}, state dict has {src.shape}")
+    if src.dtype != v.dtype and not (dtypes.is_float(src.dtype) and dtypes.is_float(v.dtype)):
+      raise TypeError(f"dtype mismatch for {k!r}: model has {v.dtype}, state dict has {src.dtype}")
+    v.replace(src.to(v.device).cast(v.dtype).contiguous())
+    loaded.append(v)
+    if consume: del state_dict[k]
+  if realize: Tensor.realize_all(*loaded)
+
+# ---------------- safetensors ----------------
+
+def safe_load_metadata(t: Tensor | str | os.PathLike) -> tuple[Tensor, int, dict[str, Any]]:
+  """(the file as a uint8 tensor, where the data starts, the parsed JSON header)."""
+  name = str(t) if not isinstance(t, Tensor) else "tensor"
+  if not isinstance(t, Tensor): t = Tensor(pathlib.Path(t))
+  if t.numel() < 8: raise ValueError(f"{name}: {t.numel()} bytes is too short for a safetensors file")
+  n = struct.unpack("<Q", t[0:8].to("CPU").numpy().tobytes())[0]
+  if n > MAX_HEADER or 8 + n > t.numel(): raise ValueError(f"{name}: header of {n} bytes at offset 8 runs past the end of the {t.numel()}-byte file")
+  try: header = json.loads(t[8:8 + n].to("CPU").numpy().tobytes())
+  except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{name}: header at offset 8 is not valid JSON: {e}") from None
+  if not isinstance(header, dict): raise ValueError(f"{name}: header is not a JSON object")
+  return t, 8 + n, header
+
+def safe_load(fn: Tensor | str | os.PathLike) -> dict[str, Tensor]:
+  """name -> Tensor; each one is a lazy view of the file (DISK) until it is used or copied."""
+  t, start, header = safe_load_metadata(fn)
+  size = t.numel() - start
+  out: dict[str, Tensor] = {}
+  for name, info in header.items():
+    if name == "__metadata__": continue
+    try: dt, shape, (begin, end) = SAFETENSORS_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
+    except (KeyError, TypeError, ValueError): raise ValueError(f"{fn}: bad header entry for tensor {name!r}: {info!r}") from None
+    if not 0 <= begin <= end <= size: raise ValueError(f"{fn}: tensor {name!r} has data offsets [{begin}, {end}) outside the {size}-byte data section")
+    if end - begin != prod(shape) * dt.itemsize: raise ValueError(f"{fn}: tensor {name!r} of shape {shape} {dt} needs {prod(shape) * dt.itemsize} bytes, has {end - begin}")
+    raw = t[start + begin:start + end]
+    out[name] = raw.bitcast(dt).reshape(shape) if prod(shape) else Tensor.empty(*shape, dtype=dt)
+  return out
+
+def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[str, str] | None = None) -> None:
+  """Write a safetensors file; it is written to a temporary name first, so a failure never leaves a partial file."""
+  header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
+  blobs, offset = [], 0
+  for name, t in tensors.items():
+    if t.dtype not in _SAFETENSORS_NAMES: raise TypeError(f"safetensors can't store {t.dtype} (tensor {name!r})")
+    data = t._contiguous_buffer().as_bytes() if t.numel() else b""
+    header[name] = {"dtype": _SAFETENSORS_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+    blobs.append(data)
+    offset += len(data)
+  head = json.dumps(header, separators=(",", ":")).encode()
+  head += b" " * (-len(head) % 8)  # the data section starts 8-byte aligned
+  path = pathlib.Path(fn)
+  fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(struct.pack("<Q", len(head)) + head)
+      for b in blobs: f.write(b)
+    os.replace(tmp, path)
+  except BaseException:
+    os.unlink(tmp)
+    raise
