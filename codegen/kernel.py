@@ -39,6 +39,7 @@ class Kernel:
     self.views: list[UOp] = [u for u in order if u.op is Ops.VIEW]
     self.sts: list[ShapeTracker] = [v.arg for v in self.views]
     self.reduceops: list[UOp] = [u for u in order if u.op is Ops.REDUCE_AXIS]
+    self.store_views: set[UOp] = {s.src[1] for s in ast.src}
     self.globals: list[UOp] = sorted((u for u in order if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
     ranks = {len(st.shape) for st in self.sts}
     if len(ranks) != 1: raise ValueError(f"kernel views have different ranks: {sorted(st.shape for st in self.sts)}")
@@ -47,6 +48,7 @@ class Kernel:
     reduce_axes = {a for r in self.reduceops for a in r.arg[1]}
     self.axis_types: list[AxisType] = [AxisType.REDUCE if i in reduce_axes else AxisType.GLOBAL for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
+    self.vector_axis: int | None = None  # the upcast or unrolled axis computed as vector lanes (None: the innermost upcast)
     self._simplify()
 
   @property
@@ -87,6 +89,7 @@ class Kernel:
       return shape[:axis] + inner + shape[axis + 1:]
     self._reshape_all(split)
     self.axis_types.insert(axis + 1, new_type)
+    if self.vector_axis is not None and self.vector_axis > axis: self.vector_axis += 1
 
   def apply_opt(self, opt: Opt) -> None:
     if not 0 <= opt.axis < len(self.full_shape): raise KernelOptError(f"{opt} names an axis outside {self.full_shape}")

@@ -1,4 +1,5 @@
-"""Renders a linear program as LLVM IR text (one function taking buffer pointers, then integer Variables)."""
+"""Renders a linear program as LLVM IR text: one function taking buffer pointers, then int32 Variables. Vector
+UOps (from upcast lanes) become LLVM vector types; bfloat16 lives in float registers, rounded after each op."""
 from __future__ import annotations
 import math, struct
 from ir.dtype import DType, PtrDType, dtypes
@@ -6,19 +7,33 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
 
-# register types; bfloat16 values live in float registers (rounded to bfloat16 after each op), fp8 only as raw bytes
-LLVM_TYPES = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
-              dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "half", dtypes.float32: "float",
-              dtypes.float64: "double", dtypes.bfloat16: "float", dtypes.fp8e4m3: "i8", dtypes.fp8e5m2: "i8"}
-_INTRINSIC_SUFFIX = {"half": "f16", "float": "f32", "double": "f64"}
+SCALAR_TYPES = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
+                dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "half", dtypes.float32: "float",
+                dtypes.float64: "double", dtypes.bfloat16: "float", dtypes.fp8e4m3: "i8", dtypes.fp8e5m2: "i8"}
+_SUFFIX = {"half": "f16", "float": "f32", "double": "f64", "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64"}
+FP8 = (dtypes.fp8e4m3, dtypes.fp8e5m2)
 
 def ltype(dt: DType) -> str:
+  """The register type of a dtype (vectors as <n x t>)."""
   if isinstance(dt, PtrDType): return "ptr"
-  if (t := LLVM_TYPES.get(dt)) is None: raise TypeError(f"the LLVM renderer can't compute with {dt}")
-  return t
-def mem_type(dt: DType) -> str: return {dtypes.bool: "i8", dtypes.bfloat16: "i16"}.get(dt) or ltype(dt)
-
-def _bits(dt: DType) -> int: return 1 if dt == dtypes.bool else 8 * dt.itemsize
+  if (t := SCALAR_TYPES.get(dt.scalar)) is None: raise TypeError(f"the LLVM renderer can't compute with {dt}")
+  return t if dt.count == 1 else f"<{dt.count} x {t}>"
+def mem_type(dt: DType) -> str:
+  """The in-memory type (bool is a byte, bfloat16 is 16 bits)."""
+  t = {dtypes.bool: "i8", dtypes.bfloat16: "i16"}.get(dt.scalar) or ltype(dt.scalar)
+  return t if dt.count == 1 else f"<{dt.count} x {t}>"
+def _bits(dt: DType) -> int: return 1 if dt.scalar == dtypes.bool else 8 * dt.scalar.itemsize
+def _suffix(t: str) -> str:
+  if t.startswith("<"):
+    n, scalar = t[1:-1].split(" x ")
+    return f"v{n}{_SUFFIX[scalar]}"
+  return _SUFFIX[t]
+def imm(t: str, value: str) -> str:
+  """An immediate operand of type t (splatted for vector types)."""
+  return f"splat ({t[1:-1].split(' x ')[1]} {value})" if t.startswith("<") else value
+def with_scalar(t: str, scalar: str) -> str:
+  """Type t with its element type replaced (keeping the vector width)."""
+  return f"<{t[1:-1].split(' x ')[0]} x {scalar}>" if t.startswith("<") else scalar
 
 def const_text(value, dt: DType) -> str:
   if dt == dtypes.bool: return "true" if value else "false"
@@ -26,7 +41,7 @@ def const_text(value, dt: DType) -> str:
     bits = 8 * dt.itemsize
     return str(value - 2**bits if value >= 2**(bits - 1) else value)
   if dt == dtypes.float16: return f"0xH{struct.unpack('H', struct.pack('e', value))[0]:04X}"
-  if dt in (dtypes.fp8e4m3, dtypes.fp8e5m2): raise TypeError(f"the LLVM renderer has no {dt} constants; cast through float32")
+  if dt in FP8: raise TypeError(f"the LLVM renderer has no {dt} constants; cast through float32")
   if math.isnan(value): return "0x7FF8000000000000"
   return f"0x{struct.unpack('Q', struct.pack('d', value))[0]:016X}"
 
@@ -48,15 +63,16 @@ class _Function:
     if u.op is Ops.CONST: return const_text(u.arg, u.dtype)
     return self.names[u]
   def emit(self, text: str) -> None: self.lines.append("  " + text)
-  def intrinsic(self, base: str, dt: DType, args: list[str], ret: DType | None = None) -> str:
-    t = ltype(dt)
-    rt = ltype(ret) if ret is not None else t
-    suffix = _INTRINSIC_SUFFIX.get(t, t) if ret is None else f"{_INTRINSIC_SUFFIX.get(rt, rt)}.{_INTRINSIC_SUFFIX.get(t, t)}"
-    fname = f"llvm.{base}.{suffix}"
-    self.decls.add(f"declare {rt} @{fname}({', '.join([t] * len(args))})")
+  def op(self, text: str) -> str:
+    """Emit `%new = text` and return %new."""
     out = self.fresh()
-    self.emit(f"{out} = call {rt} @{fname}({', '.join(f'{t} {a}' for a in args)})")
+    self.emit(f"{out} = {text}")
     return out
+  def intrinsic(self, base: str, arg_type: str, args: list[str], ret_type: str | None = None) -> str:
+    rt = ret_type or arg_type
+    fname = f"llvm.{base}.{_suffix(arg_type)}" if ret_type is None else f"llvm.{base}.{_suffix(rt)}.{_suffix(arg_type)}"
+    self.decls.add(f"declare {rt} @{fname}({', '.join([arg_type] * len(args))})")
+    return self.op(f"call {rt} @{fname}({', '.join(f'{arg_type} {a}' for a in args)})")
 
   def render(self, uops: list[UOp]) -> str:
     for u in uops: self.names[u] = self.render_one(u)
@@ -80,79 +96,44 @@ class _Function:
       self.entry.append(f"{slot} = alloca {ltype(dt)}")
       self.emit(f"store {ltype(dt)} {self.ref(u.src[0])}, ptr {slot}")
       return slot
-    if op is Ops.LOAD:
-      out = self.fresh()
-      if len(u.src) == 1:
-        self.emit(f"{out} = load {ltype(dt)}, ptr {self.ref(u.src[0])}")
-        return out
-      ptr = self.gep(u.src[0], u.src[1])
-      self.emit(f"{out} = load {mem_type(dt)}, ptr {ptr}, align {dt.itemsize}")
-      if dt == dtypes.bool:
-        b = self.fresh()
-        self.emit(f"{b} = icmp ne i8 {out}, 0")
-        return b
-      return self.bf16_bits_to_float(out) if dt == dtypes.bfloat16 else out
-    if op is Ops.STORE:
-      if len(u.src) == 2:
-        self.emit(f"store {ltype(u.src[1].dtype)} {self.ref(u.src[1])}, ptr {self.ref(u.src[0])}")
-        return None
-      val, vdt = self.ref(u.src[2]), u.src[2].dtype
-      if vdt == dtypes.bool:
-        wide = self.fresh()
-        self.emit(f"{wide} = zext i1 {val} to i8")
-        val = wide
-      if vdt == dtypes.bfloat16: val = self.float_to_bf16_bits(val)
-      self.emit(f"store {mem_type(vdt)} {val}, ptr {self.gep(u.src[0], u.src[1])}, align {vdt.itemsize}")
-      return None
+    if op is Ops.LOAD: return self.load(u)
+    if op is Ops.STORE: return self.store(u)
+    if op is Ops.VECTORIZE:
+      out, t = "poison", ltype(dt)
+      for i, s in enumerate(u.src): out = self.op(f"insertelement {t} {out}, {ltype(s.dtype)} {self.ref(s)}, i32 {i}")
+      return out
+    if op is Ops.GEP: return self.op(f"extractelement {ltype(u.src[0].dtype)} {self.ref(u.src[0])}, i32 {u.arg}")
     if op is Ops.CAST:
-      if dtypes.is_float(dt) and dt.itemsize == 1 or dtypes.is_float(u.src[0].dtype) and u.src[0].dtype.itemsize == 1:
-        raise TypeError(f"the LLVM renderer can't cast {u.src[0].dtype} to {dt} directly; the frontend converts fp8 through float32")
-      as_float = lambda t: dtypes.float32 if t == dtypes.bfloat16 else t
-      out = self.cast(self.ref(u.src[0]), as_float(u.src[0].dtype), as_float(dt))
-      return self.round_bf16(out) if dt == dtypes.bfloat16 and u.src[0].dtype != dtypes.bfloat16 else out
+      src = u.src[0].dtype
+      if dt.scalar in FP8 or src.scalar in FP8: raise TypeError(f"the LLVM renderer can't cast {src} to {dt}; the frontend converts fp8 through float32")
+      out = self.cast(self.ref(u.src[0]), _as_float(src), _as_float(dt))
+      return self.round_bf16(out, ltype(dt)) if dt.scalar == dtypes.bfloat16 and src.scalar != dtypes.bfloat16 else out
     if op is Ops.BITCAST: return self.bitcast(self.ref(u.src[0]), u.src[0].dtype, dt)
     out = self.alu(u)
-    return self.round_bf16(out) if dt == dtypes.bfloat16 else out
+    return self.round_bf16(out, ltype(dt)) if dt.scalar == dtypes.bfloat16 else out
 
-  def bf16_bits_to_float(self, bits: str) -> str:
-    wide, shifted, out = self.fresh(), self.fresh(), self.fresh()
-    self.emit(f"{wide} = zext i16 {bits} to i32")
-    self.emit(f"{shifted} = shl i32 {wide}, 16")
-    self.emit(f"{out} = bitcast i32 {shifted} to float")
-    return out
-  def float_to_bf16_bits(self, value: str) -> str:
-    """The (already bfloat16-exact) float's upper half."""
-    bits, top, out = self.fresh(), self.fresh(), self.fresh()
-    self.emit(f"{bits} = bitcast float {value} to i32")
-    self.emit(f"{top} = lshr i32 {bits}, 16")
-    self.emit(f"{out} = trunc i32 {top} to i16")
-    return out
-  def round_bf16(self, value: str) -> str:
-    """Round a float to the nearest bfloat16 (ties to even), keeping it in a float register."""
-    bits, lsb, bias, added, cleared, out = (self.fresh() for _ in range(6))
-    self.emit(f"{bits} = bitcast float {value} to i32")
-    self.emit(f"{lsb} = lshr i32 {bits}, 16")
-    self.emit(f"{bias} = and i32 {lsb}, 1")
-    self.emit(f"{added} = add i32 {bits}, 32767")
-    self.emit(f"{cleared} = add i32 {added}, {bias}")
-    masked = self.fresh()
-    self.emit(f"{masked} = and i32 {cleared}, -65536")
-    self.emit(f"{out} = bitcast i32 {masked} to float")
-    return out
-  def bitcast(self, x: str, src: DType, dst: DType) -> str:
-    if src == dtypes.bfloat16: x, src = self.float_to_bf16_bits(x), dtypes.uint16
-    if dst == dtypes.bfloat16:
-      return self.bf16_bits_to_float(x if ltype(src) == "i16" else self.bitcast(x, src, dtypes.uint16))
-    if ltype(src) == ltype(dst): return x
-    out = self.fresh()
-    self.emit(f"{out} = bitcast {ltype(src)} {x} to {ltype(dst)}")
-    return out
-
+  # ---- memory ----
+  def load(self, u: UOp) -> str:
+    dt = u.dtype
+    if len(u.src) == 1: return self.op(f"load {ltype(dt)}, ptr {self.ref(u.src[0])}")
+    raw = self.op(f"load {mem_type(dt)}, ptr {self.gep(u.src[0], u.src[1])}, align {dt.scalar.itemsize}")
+    if dt.scalar == dtypes.bool: return self.op(f"icmp ne {mem_type(dt)} {raw}, {imm(mem_type(dt), '0')}")
+    return self.bf16_bits_to_float(raw, mem_type(dt)) if dt.scalar == dtypes.bfloat16 else raw
+  def store(self, u: UOp) -> None:
+    if len(u.src) == 2:
+      self.emit(f"store {ltype(u.src[1].dtype)} {self.ref(u.src[1])}, ptr {self.ref(u.src[0])}")
+      return None
+    val, vdt = self.ref(u.src[2]), u.src[2].dtype
+    if vdt.scalar == dtypes.bool: val = self.op(f"zext {ltype(vdt)} {val} to {mem_type(vdt)}")
+    if vdt.scalar == dtypes.bfloat16: val = self.float_to_bf16_bits(val, ltype(vdt))
+    self.emit(f"store {mem_type(vdt)} {val}, ptr {self.gep(u.src[0], u.src[1])}, align {vdt.scalar.itemsize}")
+    return None
   def gep(self, buf: UOp, idx: UOp) -> str:
     out = self.fresh("p")
     self.emit(f"{out} = getelementptr inbounds {mem_type(buf.dtype.base)}, ptr {self.ref(buf)}, {ltype(idx.dtype)} {self.ref(idx)}")
     return out
 
+  # ---- loops ----
   def open_loop(self, r: UOp) -> str:
     n, t = self.fresh("r")[2:], ltype(r.dtype)
     start, end = self.ref(r.src[0]), self.ref(r.src[1])
@@ -163,7 +144,6 @@ class _Function:
     self.lines.append(f"loop_body{n}:")
     self.emit(f"%ridx{n} = phi {t} [{start}, %loop_entry{n}], [%ridx_next{n}, %loop_latch{n}]")
     return f"%ridx{n}"
-
   def close_loop(self, end: UOp) -> None:
     r = end.src[0]
     n, t = self.names[r][len("%ridx"):], ltype(r.dtype)
@@ -175,78 +155,98 @@ class _Function:
     self.lines.append(f"loop_exit{n}:")
     return None
 
+  # ---- bfloat16 (bits <-> float registers) ----
+  def bf16_bits_to_float(self, bits: str, t16: str) -> str:
+    wide = self.op(f"zext {t16} {bits} to {with_scalar(t16, 'i32')}")
+    shifted = self.op(f"shl {with_scalar(t16, 'i32')} {wide}, {imm(with_scalar(t16, 'i32'), '16')}")
+    return self.op(f"bitcast {with_scalar(t16, 'i32')} {shifted} to {with_scalar(t16, 'float')}")
+  def float_to_bf16_bits(self, value: str, tf: str) -> str:
+    """The upper half of a float that is already a bfloat16 value."""
+    ti = with_scalar(tf, "i32")
+    bits = self.op(f"bitcast {tf} {value} to {ti}")
+    top = self.op(f"lshr {ti} {bits}, {imm(ti, '16')}")
+    return self.op(f"trunc {ti} {top} to {with_scalar(tf, 'i16')}")
+  def round_bf16(self, value: str, tf: str) -> str:
+    """Round a float to the nearest bfloat16 (ties to even), keeping it in a float register."""
+    ti = with_scalar(tf, "i32")
+    bits = self.op(f"bitcast {tf} {value} to {ti}")
+    high = self.op(f"lshr {ti} {bits}, {imm(ti, '16')}")
+    lsb = self.op(f"and {ti} {high}, {imm(ti, '1')}")
+    biased = self.op(f"add {ti} {bits}, {imm(ti, '32767')}")
+    rounded = self.op(f"add {ti} {biased}, {lsb}")
+    masked = self.op(f"and {ti} {rounded}, {imm(ti, '-65536')}")
+    return self.op(f"bitcast {ti} {masked} to {tf}")
+  def bitcast(self, x: str, src: DType, dst: DType) -> str:
+    if src.scalar == dtypes.bfloat16: x, src = self.float_to_bf16_bits(x, ltype(src)), dtypes.uint16.vec(src.count)
+    if dst.scalar == dtypes.bfloat16:
+      bits = x if ltype(src).endswith("i16") or ltype(src).endswith("i16>") else self.bitcast(x, src, dtypes.uint16.vec(dst.count))
+      return self.bf16_bits_to_float(bits, with_scalar(ltype(dst), "i16"))
+    if ltype(src) == ltype(dst): return x
+    return self.op(f"bitcast {ltype(src)} {x} to {ltype(dst)}")
+
+  # ---- conversions and arithmetic ----
   def cast(self, x: str, src: DType, dst: DType) -> str:
-    if src == dst: return x
-    out, st, dt = self.fresh(), ltype(src), ltype(dst)
-    if dst == dtypes.bool:
-      if dtypes.is_float(src): self.emit(f"{out} = fcmp une {st} {x}, 0.0")
-      else: self.emit(f"{out} = icmp ne {st} {x}, 0")
-      return out
-    if dtypes.is_float(dst):
-      if dtypes.is_float(src): instr = "fpext" if dst.itemsize > src.itemsize else "fptrunc"
-      else: instr = "uitofp" if dtypes.is_unsigned(src) or src == dtypes.bool else "sitofp"
-      self.emit(f"{out} = {instr} {st} {x} to {dt}")
-      return out
-    if dtypes.is_float(src):  # saturating: out-of-range and NaN inputs give defined results
-      return self.intrinsic("fptoui.sat" if dtypes.is_unsigned(dst) else "fptosi.sat", src, [x], ret=dst)
+    st, dt = ltype(src), ltype(dst)
     if st == dt: return x
-    instr = "trunc" if _bits(dst) < _bits(src) else ("zext" if dtypes.is_unsigned(src) or src == dtypes.bool else "sext")
-    self.emit(f"{out} = {instr} {st} {x} to {dt}")
-    return out
+    if dst.scalar == dtypes.bool:
+      return self.op(f"fcmp une {st} {x}, {imm(st, '0.0')}" if dtypes.is_float(src) else f"icmp ne {st} {x}, {imm(st, '0')}")
+    if dtypes.is_float(dst):
+      if dtypes.is_float(src): instr = "fpext" if dst.scalar.itemsize > src.scalar.itemsize else "fptrunc"
+      else: instr = "uitofp" if dtypes.is_unsigned(src) or src.scalar == dtypes.bool else "sitofp"
+      return self.op(f"{instr} {st} {x} to {dt}")
+    if dtypes.is_float(src):  # saturating: out-of-range and NaN inputs give defined results
+      return self.intrinsic("fptoui.sat" if dtypes.is_unsigned(dst) else "fptosi.sat", st, [x], ret_type=dt)
+    instr = "trunc" if _bits(dst) < _bits(src) else ("zext" if dtypes.is_unsigned(src) or src.scalar == dtypes.bool else "sext")
+    return self.op(f"{instr} {st} {x} to {dt}")
 
   def alu(self, u: UOp) -> str:
-    op, src_dt = u.op, (u.src[0].dtype if u.src[0].dtype != dtypes.bfloat16 else dtypes.float32)
-    if src_dt in (dtypes.fp8e4m3, dtypes.fp8e5m2): raise TypeError(f"the LLVM renderer has no {src_dt} arithmetic; compute in float32")
+    op, src_dt = u.op, _as_float(u.src[0].dtype)
+    if src_dt.scalar in FP8: raise TypeError(f"the LLVM renderer has no {src_dt} arithmetic; compute in float32")
     t, a = ltype(src_dt), [self.ref(s) for s in u.src]
-    is_float, unsigned = dtypes.is_float(src_dt), dtypes.is_unsigned(src_dt) or src_dt == dtypes.bool
-    if op is Ops.SQRT: return self.intrinsic("sqrt", src_dt, a)
-    if op is Ops.EXP2: return self.intrinsic("exp2", src_dt, a)
-    if op is Ops.LOG2: return self.intrinsic("log2", src_dt, a)
-    if op is Ops.SIN: return self.intrinsic("sin", src_dt, a)
-    if op is Ops.TRUNC: return self.intrinsic("trunc", src_dt, a) if is_float else a[0]
-    if op is Ops.MULACC and is_float: return self.intrinsic("fmuladd", src_dt, a)
+    is_float, unsigned = dtypes.is_float(src_dt), dtypes.is_unsigned(src_dt) or src_dt.scalar == dtypes.bool
+    if op in (Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN): return self.intrinsic(op.name.lower(), t, a)
+    if op is Ops.TRUNC: return self.intrinsic("trunc", t, a) if is_float else a[0]
+    if op is Ops.MULACC and is_float: return self.intrinsic("fmuladd", t, a)
     if op is Ops.MAX:
-      if is_float: return self.intrinsic("maximum", src_dt, a)
-      cmp, out = self.fresh(), self.fresh()
-      self.emit(f"{cmp} = icmp {'ugt' if unsigned else 'sgt'} {t} {a[0]}, {a[1]}")
-      self.emit(f"{out} = select i1 {cmp}, {t} {a[0]}, {t} {a[1]}")
-      return out
+      if is_float: return self.intrinsic("maximum", t, a)
+      cmp = self.op(f"icmp {'ugt' if unsigned else 'sgt'} {t} {a[0]}, {a[1]}")
+      return self.op(f"select {with_scalar(t, 'i1')} {cmp}, {t} {a[0]}, {t} {a[1]}")
     if op in (Ops.IDIV, Ops.MOD) and not is_float: a[1] = self.safe_divisor(u, t, a, unsigned)
-    out = self.fresh()
     if op is Ops.NEG:
-      self.emit(f"{out} = fneg {t} {a[0]}" if is_float else (f"{out} = xor i1 {a[0]}, true" if src_dt == dtypes.bool else f"{out} = sub {t} 0, {a[0]}"))
-    elif op is Ops.RECIP: self.emit(f"{out} = fdiv {t} {const_text(1.0, src_dt)}, {a[0]}")
-    elif op is Ops.WHERE: self.emit(f"{out} = select i1 {a[0]}, {ltype(u.dtype)} {a[1]}, {ltype(u.dtype)} {a[2]}")  # (bf16 is float here)
-    elif op is Ops.MULACC:
-      tmp = self.fresh()
-      self.emit(f"{tmp} = mul {t} {a[0]}, {a[1]}")
-      self.emit(f"{out} = add {t} {tmp}, {a[2]}")
-    elif op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+      if is_float: return self.op(f"fneg {t} {a[0]}")
+      return self.op(f"xor {t} {a[0]}, {imm(t, 'true')}" if src_dt.scalar == dtypes.bool else f"sub {t} {imm(t, '0')}, {a[0]}")
+    if op is Ops.RECIP: return self.op(f"fdiv {t} {imm(t, const_text(1.0, src_dt.scalar))}, {a[0]}")
+    if op is Ops.WHERE:
+      vt = ltype(_as_float(u.dtype))
+      return self.op(f"select {ltype(u.src[0].dtype)} {a[0]}, {vt} {a[1]}, {vt} {a[2]}")
+    if op is Ops.MULACC:
+      product = self.op(f"mul {t} {a[0]}, {a[1]}")
+      return self.op(f"add {t} {product}, {a[2]}")
+    if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
       pred = {Ops.CMPLT: "olt" if is_float else ("ult" if unsigned else "slt"), Ops.CMPNE: "une" if is_float else "ne", Ops.CMPEQ: "oeq" if is_float else "eq"}[op]
-      self.emit(f"{out} = {'fcmp' if is_float else 'icmp'} {pred} {t} {a[0]}, {a[1]}")
-    elif op in (Ops.SHL, Ops.SHR):
-      amt = self.fresh()
-      self.emit(f"{amt} = and {t} {a[1]}, {8 * src_dt.itemsize - 1}")
-      self.emit(f"{out} = {'shl' if op is Ops.SHL else ('lshr' if unsigned else 'ashr')} {t} {a[0]}, {amt}")
-    else:
-      instr = {Ops.ADD: ("fadd", "add"), Ops.SUB: ("fsub", "sub"), Ops.MUL: ("fmul", "mul"), Ops.FDIV: ("fdiv", None),
-               Ops.IDIV: (None, "udiv" if unsigned else "sdiv"), Ops.MOD: ("frem", "urem" if unsigned else "srem"),
-               Ops.AND: (None, "and"), Ops.OR: (None, "or"), Ops.XOR: (None, "xor")}[op][0 if is_float else 1]
-      if instr is None: raise TypeError(f"{op} is not defined on {src_dt}")
-      self.emit(f"{out} = {instr} {t} {a[0]}, {a[1]}")
-    return out
+      return self.op(f"{'fcmp' if is_float else 'icmp'} {pred} {t} {a[0]}, {a[1]}")
+    if op in (Ops.SHL, Ops.SHR):
+      amt = self.op(f"and {t} {a[1]}, {imm(t, str(_bits(src_dt) - 1))}")
+      return self.op(f"{'shl' if op is Ops.SHL else ('lshr' if unsigned else 'ashr')} {t} {a[0]}, {amt}")
+    instr = {Ops.ADD: ("fadd contract", "add"), Ops.SUB: ("fsub contract", "sub"), Ops.MUL: ("fmul contract", "mul"), Ops.FDIV: ("fdiv", None),
+             Ops.IDIV: (None, "udiv" if unsigned else "sdiv"), Ops.MOD: ("frem", "urem" if unsigned else "srem"),
+             Ops.AND: (None, "and"), Ops.OR: (None, "or"), Ops.XOR: (None, "xor")}[op][0 if is_float else 1]
+    if instr is None: raise TypeError(f"{op} is not defined on {src_dt}")
+    return self.op(f"{instr} {t} {a[0]}, {a[1]}")
 
   def safe_divisor(self, u: UOp, t: str, a: list[str], unsigned: bool) -> str:
     """Integer division by zero (and INT_MIN / -1) traps on x86; such divisions give garbage instead, like on a GPU."""
     d = u.src[1]
     if d.op is Ops.CONST and d.arg not in (0, -1): return a[1]
-    zero, safe = self.fresh(), self.fresh()
-    self.emit(f"{zero} = icmp eq {t} {a[1]}, 0")
-    self.emit(f"{safe} = select i1 {zero}, {t} 1, {t} {a[1]}")
+    bt = with_scalar(t, "i1")
+    zero = self.op(f"icmp eq {t} {a[1]}, {imm(t, '0')}")
+    safe = self.op(f"select {bt} {zero}, {t} {imm(t, '1')}, {t} {a[1]}")
     if unsigned: return safe
-    minus1, is_min, both, safer = self.fresh(), self.fresh(), self.fresh(), self.fresh()
-    self.emit(f"{minus1} = icmp eq {t} {safe}, -1")
-    self.emit(f"{is_min} = icmp eq {t} {a[0]}, {const_text(dtypes.min(u.src[0].dtype), u.src[0].dtype)}")
-    self.emit(f"{both} = and i1 {minus1}, {is_min}")
-    self.emit(f"{safer} = select i1 {both}, {t} 1, {t} {safe}")
-    return safer
+    minus1 = self.op(f"icmp eq {t} {safe}, {imm(t, '-1')}")
+    is_min = self.op(f"icmp eq {t} {a[0]}, {imm(t, const_text(dtypes.min(u.src[0].dtype.scalar), u.src[0].dtype.scalar))}")
+    both = self.op(f"and {bt} {minus1}, {is_min}")
+    return self.op(f"select {bt} {both}, {t} {imm(t, '1')}, {t} {safe}")
+
+def _as_float(dt: DType) -> DType:
+  """bfloat16 values are computed as float32."""
+  return dtypes.float32.vec(dt.count) if dt.scalar == dtypes.bfloat16 else dt

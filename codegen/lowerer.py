@@ -5,9 +5,11 @@ import itertools
 from ir.dtype import DType, dtypes
 from ir.ops import Ops, reduce_identity, ELEMENTWISE
 from ir.shapetracker import unravel
-from ir.symbolic import simplify
+from ir.symbolic import simplify, split_terms
 from ir.uop import UOp
 from codegen.kernel import AxisType, Kernel
+
+VECTOR_WIDTHS = (2, 4, 8, 16)
 
 class ProgramBuilder:
   """Appends UOps in execution order; a value computed inside a loop is only reused while that loop is open."""
@@ -47,16 +49,32 @@ def index_dtype(k: Kernel) -> DType:
   return dtypes.int32 if biggest < 2**31 else dtypes.int64
 
 class Lowerer:
-  def __init__(self, k: Kernel, split_first_axis_across_cores: bool):
+  def __init__(self, k: Kernel, split_first_axis_across_cores: bool, vectorize: bool = True):
     self.k, self.b, self.idx_dtype = k, ProgramBuilder(), index_dtype(k)
     self.split_cores = split_first_axis_across_cores
     self.view_st = dict(zip(k.views, k.sts))
     self.accs: dict[tuple[UOp, tuple], UOp] = {}
+    # one upcast or unrolled axis becomes the lanes of vector values (the kernel's choice, else the innermost upcast)
+    upcasts = k.axes_of(AxisType.UPCAST)
+    default = upcasts[-1] if upcasts else None
+    axis = k.vector_axis if k.vector_axis is not None else default
+    self.vec_axis = axis if vectorize and axis is not None and k.full_shape[axis] in VECTOR_WIDTHS else None
+    self.width = k.full_shape[self.vec_axis] if self.vec_axis is not None else 1
+    self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
+    self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
 
-  def _combos(self, *types: AxisType) -> list[dict[int, UOp]]:
-    axes = self.k.axes_of(*types)
+  def _combos(self, *types: AxisType, skip: int | None = None) -> list[dict[int, UOp]]:
+    axes = [a for a in self.k.axes_of(*types) if a != skip]
     return [{a: UOp.const(self.idx_dtype, i) for a, i in zip(axes, vals)}
             for vals in itertools.product(*(range(self.k.full_shape[a]) for a in axes))]
+  def _lanes(self, tile: dict[int, UOp]) -> list[dict[int, UOp]]:
+    """The combinations of one tile, one per lane of the vector axis."""
+    if self.vec_axis is None: return [tile]
+    return [{**tile, self.vec_axis: UOp.const(self.idx_dtype, i)} for i in range(self.width)]
+  def _store_lanes(self, tile: dict[int, UOp]) -> list[dict[int, UOp]]:
+    return [tile] if self.vec_is_reduce else self._lanes(tile)
+  def _tile_key(self, combo: dict[int, UOp]) -> tuple:
+    return tuple(sorted((a, c.arg) for a, c in combo.items() if a != self.vec_axis))
 
   def lower(self) -> list[UOp]:
     k, b = self.k, self.b
@@ -72,37 +90,68 @@ class Lowerer:
       else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
       opened.append(idxs_a := b.open_range(start, end, a))
       idxs[a] = idxs_a
-    upcasts = self._combos(AxisType.UPCAST)
-    if k.reduceops: self._lower_reduce(idxs, upcasts)
+    tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
+    if k.reduceops: self._lower_reduce(idxs, tiles)
     for store in k.ast.src:
       buf, view, value = store.src
-      for combo in upcasts:
-        at = self._at(idxs, combo, post_reduce=True)
-        idx, valid = self._index(view, at)
-        if valid.op is not Ops.CONST or valid.arg is not True: raise ValueError(f"kernel stores through a masked view {view.arg}")
-        b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, self._value(value, at, combo))))
+      for tile in tiles:
+        lanes = self._store_lanes(tile)
+        ats = [self._at(idxs, lane, post_reduce=True) for lane in lanes]
+        places = [self._index(view, at) for at in ats]
+        if any(valid.op is not Ops.CONST or valid.arg is not True for _, valid in places): raise ValueError(f"kernel stores through a masked view {view.arg}")
+        vec = self.vectorize([self._value(value, at, lane) for at, lane in zip(ats, lanes)])
+        if len(lanes) > 1 and vec.dtype != dtypes.bool.vec(self.width) and all(_offset(places[0][0], idx) == i for i, (idx, _) in enumerate(places)):
+          b.append(UOp(Ops.STORE, dtypes.void, (buf, places[0][0], self._widen(vec))))
+        else:
+          for i, (idx, _) in enumerate(places): b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i))))
     for rng in reversed(opened): b.close_range(rng)
     return b.uops
 
-  def _lower_reduce(self, idxs: list[UOp], upcasts: list[dict[int, UOp]]) -> None:
+  def _lower_reduce(self, idxs: list[UOp], tiles: list[dict[int, UOp]]) -> None:
     k, b = self.k, self.b
     for r in k.reduceops:
-      for combo in upcasts:
-        key = (r, tuple(sorted((a, c.arg) for a, c in combo.items())))
-        self.accs[key] = b.emit(UOp(Ops.DEFINE_ACC, r.dtype, (UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype)),), len(self.accs)))
+      for tile in tiles:
+        init = UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype))
+        self.accs[(r, self._tile_key(tile))] = b.emit(UOp(Ops.DEFINE_ACC, r.dtype.vec(self.width), (self._widen(init),), len(self.accs)))
     b.open_scope()  # accumulator reads inside the reduction must not be reused after it
     loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
-    unrolls = self._combos(AxisType.UNROLL)
+    unrolls = self._combos(AxisType.UNROLL, skip=self.vec_axis if self.vec_is_reduce else None)
     for r in k.reduceops:
-      for combo in upcasts:
-        acc = self.accs[(r, tuple(sorted((a, c.arg) for a, c in combo.items())))]
-        total = UOp(Ops.LOAD, r.dtype, (acc,))
+      for tile in tiles:
+        acc = self.accs[(r, self._tile_key(tile))]
+        total = UOp(Ops.LOAD, acc.dtype, (acc,))
         for unroll in unrolls:
-          total = total.alu(r.arg[0], self._value(r.src[0], self._at(idxs, {**combo, **unroll}), combo))
+          lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
+          total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
         b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
     b.close_scope()
+
+  # ---- lanes -> vectors ----
+  def _widen(self, x: UOp) -> UOp:
+    """x as a vector of the kernel's width (a uniform scalar is broadcast)."""
+    if self.width == 1 or x.dtype.count == self.width: return x
+    return UOp(Ops.VECTORIZE, x.dtype.vec(self.width), (x,) * self.width)
+
+  def vectorize(self, lanes: list[UOp]) -> UOp:
+    """One value for all lanes: the scalar itself when every lane is the same, else a vector UOp built op by op,
+    with loads of consecutive addresses merged into one wide load."""
+    first = lanes[0]
+    if all(l is first for l in lanes): return first
+    key = tuple(lanes)
+    if (hit := self.vec_memo.get(key)) is not None: return hit
+    n = len(lanes)
+    if all(l.op is Ops.GEP and l.src[0] is first.src[0] and l.arg == i for i, l in enumerate(lanes)) and first.src[0].dtype.count == n:
+      out = first.src[0]
+    elif first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes) \
+        and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)):
+      out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
+    elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
+      out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes])) for j in range(len(first.src))), first.arg)
+    else: out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(lanes))
+    self.vec_memo[key] = out
+    return out
 
   def _at(self, idxs: list[UOp], fixed: dict[int, UOp], post_reduce: bool = False) -> tuple[UOp, ...]:
     zero = UOp.const(self.idx_dtype, 0)
@@ -110,7 +159,9 @@ class Lowerer:
                  for a, (i, t) in enumerate(zip(idxs, self.k.axis_types)))
 
   def _index(self, view: UOp, at: tuple[UOp, ...]) -> tuple[UOp, UOp]:
-    idx, valid = self.view_st[view].to_uops(list(at), self.idx_dtype)
+    st = self.view_st[view]
+    idx, valid = st.to_uops(list(at), self.idx_dtype)
+    if len(st.views) == 1: return idx, valid  # one view gives a canonical sum and only necessary conditions
     return simplify(idx), simplify(valid)
 
   def _value(self, node: UOp, at: tuple[UOp, ...], upcast: dict[int, UOp]) -> UOp:
@@ -130,8 +181,11 @@ class Lowerer:
         idx, valid = self._index(n.src[0], at)
         memo[n] = simplify(valid.where(idx, 0)).cast(n.dtype)
       elif n.op is Ops.REDUCE_AXIS:
-        acc = self.accs[(n, tuple(sorted((a, c.arg) for a, c in upcast.items())))]
-        memo[n] = UOp(Ops.LOAD, n.dtype, (acc,))
+        acc = self.accs[(n, self._tile_key(upcast))]
+        total = UOp(Ops.LOAD, acc.dtype, (acc,))
+        if self.vec_axis is None: memo[n] = total
+        elif self.vec_is_reduce: memo[n] = _horizontal(total, n.arg[0])
+        else: memo[n] = UOp(Ops.GEP, n.dtype, (total,), upcast[self.vec_axis].arg)
       elif n.op in ELEMENTWISE: memo[n] = UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)
       elif n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): memo[n] = n
       else: raise ValueError(f"can't lower {n.op} in a kernel")
@@ -149,5 +203,19 @@ class Lowerer:
     if valid.op is Ops.CONST: return UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
     return valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
 
-def lower(k: Kernel, split_first_axis_across_cores: bool = False) -> list[UOp]:
-  return Lowerer(k, split_first_axis_across_cores).lower()
+def _offset(base: UOp, idx: UOp) -> int | None:
+  """idx - base when it is a constant."""
+  if idx is base: return 0
+  (t1, k1), (t2, k2) = split_terms(base), split_terms(idx)
+  return k2 - k1 if t1 == t2 else None
+
+def _horizontal(x: UOp, op: Ops) -> UOp:
+  """Combine the lanes of vector x with op, pairwise."""
+  vals = [UOp(Ops.GEP, x.dtype.scalar, (x,), i) for i in range(x.dtype.count)]
+  while len(vals) > 1: vals = [vals[i].alu(op, vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+  return vals[0]
+
+def _lane(x: UOp, i: int) -> UOp: return UOp(Ops.GEP, x.dtype.scalar, (x,), i) if x.dtype.count > 1 else x
+
+def lower(k: Kernel, split_first_axis_across_cores: bool = False, vectorize: bool = True) -> list[UOp]:
+  return Lowerer(k, split_first_axis_across_cores, vectorize).lower()

@@ -3,6 +3,7 @@ from __future__ import annotations
 from ir.ops import Ops
 from ir.switches import DEBUG
 from ir.uop import UOp
+from codegen.heuristic import hand_coded_optimizations
 from codegen.kernel import Kernel, Opt
 from codegen.lowerer import lower
 from codegen.renderer import ProgramSpec, Renderer, estimate
@@ -18,7 +19,9 @@ def print_linear(uops: list[UOp]) -> None:
 
 def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
   k = Kernel(ast)
-  for opt in opts or []: k.apply_opt(opt)
+  if opts is None: hand_coded_optimizations(k)
+  else:
+    for opt in opts: k.apply_opt(opt)
   uops = lower(k, renderer.splits_across_cores)
   name = k.name
   if DEBUG >= 6: print_linear(uops)

@@ -36,7 +36,7 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
       size = u.src[1].vmax - u.src[0].vmin if u.src[1].op is not Ops.CONST or u.src[0].op is not Ops.CONST else u.src[1].arg - u.src[0].arg
       stack.append(mult); mult *= max(size, 0)
     elif u.op is Ops.ENDRANGE: mult = stack.pop()
-    elif u.op in ALU and u.dtype not in (dtypes.int32, dtypes.int64, dtypes.bool): flops += mult
+    elif u.op in ALU and u.dtype.scalar not in (dtypes.int32, dtypes.int64, dtypes.bool): flops += mult * u.dtype.count
     elif u.op is Ops.LOAD and len(u.src) == 2: mem += mult * u.dtype.itemsize
     elif u.op is Ops.STORE and len(u.src) == 3: mem += mult * u.src[2].dtype.itemsize
   return flops, mem

@@ -5,6 +5,7 @@ import functools
 from dataclasses import dataclass
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
+from ir.ops import Ops
 from ir.uop import UOp
 
 Mask = tuple[tuple[int, int], ...]
@@ -91,15 +92,21 @@ class View:
     return View.create(new_shape, strides, self.offset, mask if self.mask else None)
 
   def to_uops(self, idxs: list[UOp], idx_dtype: DType = dtypes.int32) -> tuple[UOp, UOp]:
-    """(buffer offset, validity) of the element at `idxs`."""
+    """(buffer offset, validity) of the element at `idxs`, as a canonical sum with one constant term; mask
+    conditions that the indices' bounds already guarantee are left out."""
     if self.is_empty(): return UOp.const(idx_dtype, 0), UOp.const(dtypes.bool, False)
-    idx = UOp.const(idx_dtype, self.offset)
+    offset, idx = self.offset, None
     for i, st in zip(idxs, self.strides):
-      if st != 0: idx = idx + (i if st == 1 else i * st)
+      if st == 0: continue
+      if i.op is Ops.CONST: offset += i.arg * st
+      else:
+        term = i if st == 1 else i * st
+        idx = term if idx is None else idx + term
+    idx = UOp.const(idx_dtype, offset) if idx is None else (idx + offset if offset else idx)
     valid = UOp.const(dtypes.bool, True)
     for i, (lo, hi), s in zip(idxs, self.mask or (), self.shape):
-      if lo > 0: valid = valid & (i >= lo)
-      if hi < s: valid = valid & (i < hi)
+      if i.vmin < lo: valid = valid & (i >= lo)
+      if i.vmax >= hi: valid = valid & (i < hi)
     return idx, valid
 
 def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) -> tuple[list[int], list[tuple[int, int]]] | None:
@@ -119,6 +126,48 @@ def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) 
       masks.append((q, q + 1)); lo, hi = lo - q * acc, hi - q * acc
     else: return None
   return strides, masks
+
+def _digits(value: int, shape: tuple[int, ...]) -> list[int]:
+  """Mixed-radix digits of value >= 0 over `shape` (the top digit takes whatever is left)."""
+  out = []
+  for c in (prod(shape[m + 1:]) for m in range(len(shape))):
+    out.append(value // c if c else 0)
+    value -= out[-1] * c if c else 0
+  return out
+
+def merge_views(inner: View, outer: View) -> View | None:
+  """One view equal to `outer` indexing a contiguous array of inner.shape, then `inner` indexing the buffer; None
+  when no single view can express it. The flat index of outer, over its valid region, is written as base +
+  sum(|stride_k| * j_k) with j_k >= 0; the merge exists when no mixed-radix digit of inner.shape can carry."""
+  if inner.contiguous: return outer
+  if 0 in inner.shape or 0 in outer.shape or outer.is_empty() or inner.is_empty(): return None
+  ranges = outer.mask or tuple((0, s) for s in outer.shape)
+  base = outer.offset + sum(st * (lo if st > 0 else hi - 1) for st, (lo, hi) in zip(outer.strides, ranges))
+  if base < 0 or base >= inner.size: return None
+  D = _digits(base, inner.shape)
+  terms = [(_digits(abs(st), inner.shape), hi - 1 - lo) for st, (lo, hi) in zip(outer.strides, ranges)]
+  for m, size in enumerate(inner.shape):
+    if D[m] + sum(e[m] * jmax for e, jmax in terms) >= size: return None  # a carry: not linear
+  strides, offset = [], inner.offset + sum(t * d for t, d in zip(inner.strides, D))
+  for (e, _), st, (lo, hi) in zip(terms, outer.strides, ranges):
+    u = sum(em * t for em, t in zip(e, inner.strides))
+    strides.append(u if st > 0 else -u if st < 0 else 0)
+    offset += -u * lo if st > 0 else u * (hi - 1) if st < 0 else 0
+  mask = list(ranges)
+  for m, (lo1, hi1) in enumerate(inner.mask or ()):
+    movers = [k for k, (e, jmax) in enumerate(terms) if e[m] and jmax]
+    low, high = D[m], D[m] + sum(e[m] * jmax for e, jmax in terms)
+    if lo1 <= low and high < hi1: continue
+    if not movers:
+      if not lo1 <= D[m] < hi1: return View.create(outer.shape, mask=tuple((0, 0) for _ in outer.shape))
+      continue
+    if len(movers) > 1: return None
+    k = movers[0]
+    e, (lo, hi), st = terms[k][0][m], ranges[k], outer.strides[k]
+    jlo, jhi = max(-(-(lo1 - D[m]) // e), 0), min((hi1 - 1 - D[m]) // e, hi - 1 - lo)  # valid j_k, inclusive
+    ilo, ihi = (lo + jlo, lo + jhi) if st > 0 else (hi - 1 - jhi, hi - 1 - jlo)
+    mask[k] = (max(mask[k][0], ilo), min(mask[k][1], ihi + 1))
+  return View.create(outer.shape, tuple(strides), offset, tuple(mask) if outer.mask or inner.mask else None)
 
 def unravel(idx: UOp, shape: tuple[int, ...]) -> list[UOp]:
   """Per-axis indices of flat index `idx` into a contiguous array of `shape`."""
@@ -148,11 +197,12 @@ class ShapeTracker:
       out = out.reshape(v.shape) if v.contiguous and v.size == out.size else ShapeTracker(out.views + (v,)).simplify()
     return out
   def simplify(self) -> ShapeTracker:
-    if len(self.views) >= 2 and self.views[-2].contiguous:
-      return ShapeTracker(self.views[:-2] + (self.views[-1],)).simplify()
-    return self
+    """Merge the last two views while one view can express both."""
+    views = self.views
+    while len(views) >= 2 and (merged := merge_views(views[-2], views[-1])) is not None: views = views[:-2] + (merged,)
+    return self if views is self.views else ShapeTracker(views)
 
-  def _last(self, v: View) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (v,))
+  def _last(self, v: View) -> ShapeTracker: return ShapeTracker(self.views[:-1] + (v,)).simplify()
   def permute(self, order) -> ShapeTracker: return self._last(self.views[-1].permute(tuple(order)))
   def expand(self, shape) -> ShapeTracker: return self._last(self.views[-1].expand(tuple(shape)))
   def pad(self, arg) -> ShapeTracker: return self._last(self.views[-1].pad(tuple(arg)))
@@ -161,7 +211,7 @@ class ShapeTracker:
   def reshape(self, shape) -> ShapeTracker:
     shape = tuple(shape)
     if (v := self.views[-1].reshape(shape)) is not None: return self._last(v)
-    return ShapeTracker(self.views + (View.create(shape),))
+    return ShapeTracker(self.views + (View.create(shape),)).simplify()
 
   def to_uops(self, idxs: list[UOp], idx_dtype: DType = dtypes.int32) -> tuple[UOp, UOp]:
     """(buffer offset, validity) of the element at `idxs`, through every view."""

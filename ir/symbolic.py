@@ -2,7 +2,7 @@
 folding that uses the value bounds of variables and loop ranges. Integer rules only fire where they are exact under
 C semantics (truncating division), i.e. on provably non-negative numerators."""
 from __future__ import annotations
-import math
+import functools, math
 from ir.dtype import dtypes
 from ir.ops import Ops, ALU, exec_alu
 from ir.pattern import PatternMatcher, UPat, graph_rewrite
@@ -144,6 +144,7 @@ symbolic = PatternMatcher([
   (UPat(Ops.CMPEQ, src=(UPat.var("x"), UPat.var("x"))), lambda x: UOp.const(dtypes.bool, True) if _is_int(x) else None),
 ])
 
+@functools.lru_cache(maxsize=1 << 16)
 def simplify(u: UOp) -> UOp:
-  """`u` rewritten by the symbolic rules to a fixed point."""
+  """`u` rewritten by the symbolic rules to a fixed point (results are cached: UOps are immutable)."""
   return graph_rewrite(u, symbolic)

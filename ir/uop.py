@@ -87,7 +87,10 @@ class UOp:
   def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
   def __ge__(self, x): return (self < x).logical_not()
   def __le__(self, x): return (self > x).logical_not()
-  def __and__(self, x): return self._binop(Ops.AND, x)
+  def __and__(self, x):
+    if self.dtype == dtypes.bool and isinstance(x, UOp) and x.op is Ops.CONST and not x.src: return self if x.arg else x
+    if self.dtype == dtypes.bool and self.op is Ops.CONST and not self.src and isinstance(x, UOp): return x if self.arg else self
+    return self._binop(Ops.AND, x)
   def __or__(self, x): return self._binop(Ops.OR, x)
   def __xor__(self, x): return self._binop(Ops.XOR, x)
   def __lshift__(self, x): return self._binop(Ops.SHL, x)
@@ -178,6 +181,7 @@ def _infer_shape(u: UOp) -> tuple[int, ...]:
   if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
   if u.op is Ops.ARANGE: return (u.arg,)
   if u.op is Ops.TAKE: return u.src[1].shape
+  if u.op is Ops.GRAD_OVERRIDE: return u.src[0].shape
   if u.op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if u.op is Ops.PERMUTE: return tuple(u.src[0].shape[i] for i in u.arg)
   if u.op is Ops.PAD: return tuple(s + a + b for s, (a, b) in zip(u.src[0].shape, u.arg))

@@ -115,7 +115,7 @@ class ElementwiseMixin:
   def reciprocal(self) -> Tensor: return self._float()._unary(Ops.RECIP)
   def pow(self, x, reverse: bool = False) -> Tensor:
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
-      if x == 0: return self.ones_like()
+      if x == 0: return self.isfinite().where(self * 0 + 1, 1).cast(self.dtype)  # 1, still in the autograd graph
       if x == 1: return self
       if x == 2: return self * self
       if x == 3: return self * self * self
@@ -192,7 +192,7 @@ class ElementwiseMixin:
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
   def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
     a, b = self._broadcasted(other)
-    close = (a == b) | ((a - b).abs() <= atol + rtol * b.abs())
+    close = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs()))
     return close | (a.isnan() & b.isnan()) if equal_nan else close
   def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
@@ -266,8 +266,16 @@ class ElementwiseMixin:
   def log(self) -> Tensor: return self._float()._unary(Ops.LOG2) * LN_2
   def log2(self) -> Tensor: return self._float()._unary(Ops.LOG2)
   def log10(self) -> Tensor: return self.log2() * (LN_2 / math.log(10))
-  def log1p(self) -> Tensor: return (self + 1).log()
-  def expm1(self) -> Tensor: return self.exp() - 1
+  def log1p(self) -> Tensor:
+    """log(1+x), accurate near 0: log(u) * x / (u - 1) with u = 1 + x rounded."""
+    x = self._float()
+    u = x + 1
+    return (u == 1).where(x, u.log() * x / (u - 1))
+  def expm1(self) -> Tensor:
+    """exp(x)-1, accurate near 0: (u - 1) * x / log(u) with u = exp(x) rounded."""
+    x = self._float()
+    u = x.exp()
+    return (u == 1).where(x, ((u - 1) == -1).where(-1.0, (u - 1) * x / u.log()))
   def sqrt(self) -> Tensor: return self._float()._unary(Ops.SQRT)
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
   def square(self) -> Tensor: return self * self
@@ -324,7 +332,7 @@ class ElementwiseMixin:
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
     s = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) if not dtypes.is_unsigned(self.dtype) else (self > 0).cast(self.dtype)
-    return s + self * 0 if dtypes.is_float(self.dtype) else s  # keeps NaN
+    return self.isnan().where(self, s) if dtypes.is_float(self.dtype) else s
 
   # ---------------- activations ----------------
   def relu(self) -> Tensor: return (self > 0).where(self, 0)

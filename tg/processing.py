@@ -3,7 +3,10 @@ normalization, dropout and attention."""
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable, Sequence
+from dataclasses import dataclass
 from ir.dtype import DType, dtypes
+from ir.ops import Ops
+from ir.uop import UOp
 from ir.helpers import ceildiv, flatten, prod
 from ir.switches import TRAINING
 
@@ -22,6 +25,26 @@ def _conv_padding(padding, n: int) -> list[tuple[int, int]]:
   if len(padding) == n: return [(p, p) for p in padding]
   if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
   raise ValueError(f"padding {padding} doesn't fit {n} spatial dims")
+
+@dataclass(frozen=True)
+class ConvGrad:
+  """Gradients of a convolution: the input's by a transposed convolution (no window scatter), the weight's by
+  differentiating the forward graph. A value object, so equal convolutions give equal graphs (schedule cache hits)."""
+  groups: int
+  stride: tuple[int, ...]
+  dilation: tuple[int, ...]
+  pads: tuple[tuple[int, int], ...]
+  def __call__(self, g: UOp, value: UOp, x: UOp, w: UOp) -> tuple[UOp, UOp]:
+    from tg.gradient import compute_gradient
+    from tg.tensor import Tensor
+    gt, wt = Tensor(g), Tensor(w)
+    spatial = x.shape[2:]
+    out_pad = [size + lo + hi - ((o - 1) * s + d * (k - 1) + 1)
+               for size, (lo, hi), o, s, d, k in zip(spatial, self.pads, g.shape[2:], self.stride, self.dilation, w.shape[2:])]
+    gx = gt.conv_transpose2d(wt, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=0, output_padding=out_pad)
+    gx = gx.shrink([None, None, *[(lo, lo + size) for (lo, _), size in zip(self.pads, spatial)]])
+    gw = compute_gradient(value, g, [w]).get(w)
+    return gx.uop, gw
 
 class ProcessingMixin:
   __slots__ = ()
@@ -99,6 +122,10 @@ class ProcessingMixin:
       span = d * (k - 1) + 1
       if size < span: raise ValueError(f"window {k} (dilation {d}) is larger than input size {size} in dim {dim}")
       out = (size - span) // s + 1
+      if k == s and d == 1:  # windows side by side: a reshape, whose gradient is a reshape too
+        y = x.shrink([(0, out * k) if j == dim else None for j in range(x.ndim)]).reshape(*x.shape[:dim], out, k, *x.shape[dim + 1:])
+        x = y.permute(*[j for j in range(y.ndim) if j != dim + 1], dim + 1)
+        continue
       # k copies of the axis laid end to end, re-cut into rows of size+d: row r starts d*r further in
       reps = ceildiv(k * (size + d), size)
       y = x.unsqueeze(dim).expand(*x.shape[:dim], reps, *x.shape[dim:]).flatten(dim, dim + 1)
@@ -131,6 +158,9 @@ class ProcessingMixin:
     x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])
     w = weight.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
     out = (x * w).sum([3, *range(4 + n, 4 + 2 * n)], dtype=dtype).reshape(bs, cout, *out_sp)
+    if dtypes.is_float(out.dtype):
+      rule = ConvGrad(groups, _tuple(stride, n), _tuple(dilation, n), tuple(tuple(p) for p in pads))
+      out = out._new(UOp(Ops.GRAD_OVERRIDE, out.dtype, (out.uop, self.uop, weight.uop), rule), self, weight)
     return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
   def conv1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv2d(weight, bias, **kw)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ir.dtype import dtypes
 from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, ZERO_PRESERVING
+from ir.switches import SPLIT_REDUCEOP
 from ir.pattern import substitute
 from ir.shapetracker import ShapeTracker, strides_for_shape
 from ir.uop import UOp
@@ -20,6 +21,8 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 # an elementwise node that a broadcast makes every consumer recompute many times is stored once when it costs this much
 EXPENSIVE_ALU_OPS = 8
+# reductions of at least this many elements per output (and this many in all) are split in two kernels
+SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 4, 1 << 22
 
 @dataclass
 class ScheduleItem:
@@ -29,10 +32,10 @@ class ScheduleItem:
   writes_version: int = 0      # k > 0: the k-th ASSIGN into an existing buffer in this schedule; 0: a fresh buffer
   reads: dict[Buffer, int] = field(default_factory=dict)  # version of each buffer read (k: as left by the k-th ASSIGN)
 
-def movement_view(u: UOp) -> tuple[UOp, ShapeTracker]:
-  """(base, view): the node under `u`'s movement ops, and how `u` indexes it."""
+def movement_view(u: UOp, stop=lambda u: False) -> tuple[UOp, ShapeTracker]:
+  """(base, view): the node under `u`'s movement ops (or the first one `stop` accepts), and how `u` indexes it."""
   chain = []
-  while u.op in MOVEMENT:
+  while u.op in MOVEMENT and (not chain or not stop(u)):
     chain.append(u)
     u = u.src[0]
   st = ShapeTracker.from_shape(u.shape)
@@ -60,8 +63,34 @@ def contiguous_region(u: UOp) -> Buffer | None:
 
 def _masked(st: ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
 
+def split_reduce(u: UOp) -> UOp | None:
+  """A big reduction into a small output as two kernels: chunks of its outermost reduced axis first (so each
+  chunk's inputs stay in cache and the chunks run in parallel), then the sum over chunks."""
+  op, axes = u.arg
+  x = u.src[0]
+  reduced, out = prod(x.shape[a] for a in axes), prod(u.shape)
+  if reduced < SPLIT_MIN_REDUCE or reduced < SPLIT_MIN_RATIO * out: return None
+  a = axes[0]
+  size = x.shape[a]
+  split = next((f for f in (32, 16, 8, 4, 2) if size % f == 0 and size // f >= 2 and f * out <= SPLIT_MAX_OUTPUT), None)
+  if split is None: return None
+  x2 = x.reshape(x.shape[:a] + (split, size // split) + x.shape[a + 1:])
+  new_axes = tuple(ax + 1 if ax >= a else ax for ax in axes)  # reduce everything but the chunk axis
+  first = UOp(Ops.CONTIGUOUS, u.dtype, (x2.r(op, new_axes),))
+  return first.r(op, (a,)).reshape(u.shape)
+
+def _split_reductions(targets: list[UOp]) -> tuple[list[UOp], dict[UOp, UOp]]:
+  """The targets with every big reduction split; {original node: its replacement} for nodes that changed."""
+  new: dict[UOp, UOp] = {}
+  for n in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]:
+    src = tuple(new[x] for x in n.src)
+    rebuilt = n if all(a is b for a, b in zip(src, n.src)) else UOp(n.op, n.dtype, src, n.arg)
+    new[n] = (split_reduce(rebuilt) or rebuilt) if n.op is Ops.REDUCE_AXIS and SPLIT_REDUCEOP and dtypes.is_float(n.dtype) else rebuilt
+  return [new[t] for t in targets], {k: v for k, v in new.items() if k is not v}
+
 class Scheduler:
   def __init__(self, targets: list[UOp]):
+    targets, self.replaced = _split_reductions(targets)
     self.targets = targets
     self.order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]
     self.devices: dict[UOp, str] = {}
@@ -98,6 +127,8 @@ class Scheduler:
       if u.op is Ops.COPY and contiguous_region(u.src[0]) is None: self.roots.add(u.src[0])
     for u in self.order:
       if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
+      # padding read through overlapping windows (convolutions): store it once, so the windowed loads need no masks
+      if u.op is Ops.PAD and self._broadcast_consumed(u): self.roots.add(u)
 
   def _is_whole_buffer(self, u: UOp) -> bool:
     b = buffer_of(u)
@@ -131,6 +162,8 @@ class Scheduler:
     keep = {b[0] for t in self.targets for n in (t, t.base) if n in self.becomes and (b := buffer_of(self.becomes[n]))}
     dropped = _fuse_reductions(self.items, keep)
     self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
+    for old, new in self.replaced.items():  # nodes of the caller's graph that were rewritten (split reductions)
+      if new in self.becomes: self.becomes[old] = self.becomes[new]
     return _order(self.items), self.becomes, self.var_vals
 
   def _schedule_root(self, u: UOp) -> None:
@@ -191,7 +224,7 @@ class Scheduler:
         reads[b] = max(reads.get(b, 0), self.assign_version.get(n, 0))
         return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=inner + st)))
       if n.op in MOVEMENT:
-        base, inner = movement_view(n)
+        base, inner = movement_view(n, stop=lambda x: x in self.becomes)
         return build(base, inner + st)
       if n.op is Ops.CONST: return UOp(Ops.VIEW, n.dtype, (UOp.const(n.dtype, n.arg),), st)
       if n.op is Ops.TAKE:
@@ -203,7 +236,7 @@ class Scheduler:
         var = n.src[0] if n.op is Ops.BIND else n
         if n.op is Ops.BIND: self.var_vals[var.arg[0]] = n.src[1].arg
         return UOp(Ops.VIEW, var.dtype, (var,), st)
-      if n.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.CONTIGUOUS): return build(n.src[0], st)
+      if n.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.CONTIGUOUS, Ops.GRAD_OVERRIDE): return build(n.src[0], st)
       if n.op is Ops.REDUCE_AXIS:
         assert n is root, "a reduction is always a kernel root"
         return UOp(Ops.REDUCE_AXIS, n.dtype, (build(n.src[0], ShapeTracker.from_shape(n.src[0].shape)),), n.arg)

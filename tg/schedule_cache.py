@@ -21,6 +21,20 @@ class BufferSlot:
   device: str
   size: int
   dtype: DType
+  offset: int = 0
+  @property
+  def base(self) -> BufferSlot: return self
+  def view(self, size: int, dtype: DType, offset: int) -> SlotView: return SlotView(self, size, dtype, offset)
+
+@dataclass(frozen=True)
+class SlotView:
+  """A byte range of an input slot (what Buffer.view is for a real buffer)."""
+  slot: BufferSlot
+  size: int
+  dtype: DType
+  offset: int
+  @property
+  def device(self) -> str: return self.slot.device
 
 @dataclass
 class _Template:
@@ -61,12 +75,15 @@ def _make_template(key: UOp) -> _Template:
   position = {u: i for i, u in enumerate(key.toposort())}
   fresh = list(dict.fromkeys(b for it in items for b in it.bufs if isinstance(b, Buffer)))
   fresh += [v.base.arg[0] for v in becomes.values() if v.base.op is Ops.BUFFER and isinstance(v.base.arg[0], Buffer) and v.base.arg[0] not in fresh]
-  return _Template(items, [(position[k], v) for k, v in becomes.items()], var_vals, fresh)
+  return _Template(items, [(position[k], v) for k, v in becomes.items() if k in position], var_vals, fresh)
 
 def _instantiate(t: _Template, inputs: list[UOp], order: list[UOp], slot_uops: dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
   new_bufs = {b: Buffer(b.device, b.size, b.dtype) for b in t.fresh}
   real: dict = {slot.arg[0]: u.arg[0] for u, slot in slot_uops.items()}
   real.update(new_bufs)
+  for v in {b for it in t.items for b in it.bufs if isinstance(b, SlotView)}:
+    src = real[v.slot]
+    real[v] = src.base.view(v.size, v.dtype, src.offset + v.offset)
   items = [ScheduleItem(it.ast, [real[b] for b in it.bufs], dict(it.var_vals), it.writes_version, {real[b]: v for b, v in it.reads.items()})
            for it in t.items]
   buffer_uops = {UOp(Ops.BUFFER, b.dtype, (), (b,)): UOp(Ops.BUFFER, nb.dtype, (), (nb,)) for b, nb in new_bufs.items()}

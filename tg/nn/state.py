@@ -102,3 +102,7 @@ def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[
   except BaseException:
     os.unlink(tmp)
     raise
+
+from tg.nn.torch_format import torch_load  # noqa: E402,F401  (re-exported: tg.nn.state is where users look)
+from tg.nn.gguf import gguf_load  # noqa: E402,F401
+from tg.nn.tar import tar_extract  # noqa: E402,F401

@@ -1,0 +1,736 @@
+"""Elementwise ops of tg.Tensor: forward values against numpy (float64) and gradients against finite differences,
+plus dtype promotion, integer semantics, bitwise ops, casts and bitcasts."""
+import math
+import numpy as np
+import pytest
+from tg import Tensor, dtypes
+from tests.tg.opcheck import check_op
+
+UNARY_SHAPES = [(), (5,), (2, 3), (2, 3, 2)]
+BINARY_SHAPES = [[(), ()], [(4,), (4,)], [(2, 3), (2, 3)], [(2, 3, 2), (3, 1)], [(3, 1), (1, 4)], [(), (2, 3)], [(2, 3), ()]]
+
+def away_from_zero(shape, lo=0.5, hi=2.0, seed=0):
+  """Random values with |x| in [lo, hi] and random signs."""
+  rng = np.random.default_rng(seed)
+  return rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+
+def np_erf(x): return np.vectorize(math.erf, otypes=[np.float64])(x)
+def np_sigmoid(x): return 1 / (1 + np.exp(-x))
+def np_softplus(x, beta=1.0): return np.log1p(np.exp(beta * x)) / beta
+
+# ---------------- arithmetic ----------------
+ARITH = {
+  "add": (lambda a, b: a + b, lambda a, b: a + b),
+  "sub": (lambda a, b: a - b, lambda a, b: a - b),
+  "mul": (lambda a, b: a * b, lambda a, b: a * b),
+  "div": (lambda a, b: a / b, lambda a, b: a / b),
+  "add_method": (lambda a, b: a.add(b), lambda a, b: a + b),
+  "sub_method": (lambda a, b: a.sub(b), lambda a, b: a - b),
+  "mul_method": (lambda a, b: a.mul(b), lambda a, b: a * b),
+  "div_method": (lambda a, b: a.div(b), lambda a, b: a / b),
+  "maximum": (lambda a, b: a.maximum(b), np.maximum),
+  "minimum": (lambda a, b: a.minimum(b), np.minimum),
+}
+
+@pytest.mark.parametrize("shapes", BINARY_SHAPES, ids=str)
+@pytest.mark.parametrize("name", list(ARITH))
+def test_binary_arith(name, shapes):
+  tg_fn, np_fn = ARITH[name]
+  inputs = [away_from_zero(s, seed=i) for i, s in enumerate(shapes)]
+  check_op(tg_fn, np_fn, inputs=inputs)
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_binary_arith_python_scalar(name):
+  tg_fn, np_fn = ARITH[name]
+  x = away_from_zero((2, 3))
+  check_op(lambda a: tg_fn(a, 1.5), lambda a: np_fn(a, 1.5), inputs=[x])
+  check_op(lambda a: tg_fn(1.5, a), lambda a: np_fn(1.5, a), inputs=[x])
+  check_op(lambda a: tg_fn(a, 3), lambda a: np_fn(a, 3), inputs=[x])
+
+def test_maximum_minimum_ties_split_gradient():
+  a = np.array([1.0, 2.0, -3.0, 0.5])
+  b = np.array([1.0, 1.0, -3.0, 0.7])
+  check_op(lambda x, y: x.maximum(y), np.maximum, inputs=[a, b])
+  check_op(lambda x, y: x.minimum(y), np.minimum, inputs=[a, b])
+
+def test_maximum_minimum_scalar():
+  x = away_from_zero((3, 4))
+  check_op(lambda a: a.maximum(0.25), lambda a: np.maximum(a, 0.25), inputs=[x])
+  check_op(lambda a: a.minimum(-0.25), lambda a: np.minimum(a, -0.25), inputs=[x])
+
+@pytest.mark.parametrize("op,dtype", [(op, dt) for op in ["add", "mul", "maximum", "minimum", "sub"]
+                                      for dt in ["float32", "float16", "int32", "uint8", "int8", "int64", "bool"] if (op, dt) != ("sub", "bool")])
+def test_binary_dtypes_forward(op, dtype):
+  rng = np.random.default_rng(1)
+  npdt = np.dtype(dtype)
+  if dtype == "bool": a, b = rng.random((3, 4)) > 0.5, rng.random((3, 4)) > 0.5
+  elif npdt.kind == "f": a, b = rng.uniform(-4, 4, (3, 4)).astype(npdt), rng.uniform(-4, 4, (3, 4)).astype(npdt)
+  elif npdt.kind == "u": a, b = rng.integers(0, 200, (3, 4)).astype(npdt), rng.integers(0, 200, (3, 4)).astype(npdt)
+  else: a, b = rng.integers(-60, 60, (3, 4)).astype(npdt), rng.integers(-60, 60, (3, 4)).astype(npdt)
+  fns = {"add": (lambda x, y: x + y, np.add), "mul": (lambda x, y: x * y, np.multiply), "sub": (lambda x, y: x - y, np.subtract),
+         "maximum": (lambda x, y: x.maximum(y), np.maximum), "minimum": (lambda x, y: x.minimum(y), np.minimum)}
+  tg_fn, np_fn = fns[op]
+  out = tg_fn(Tensor(a), Tensor(b))
+  assert out.dtype == getattr(dtypes, dtype)
+  with np.errstate(over="ignore"):
+    if dtype == "float16":
+      np.testing.assert_allclose(out.numpy().astype(np.float64), np_fn(a.astype(np.float64), b.astype(np.float64)), rtol=2e-3, atol=2e-3)
+    else:
+      np.testing.assert_array_equal(out.numpy(), np_fn(a, b))  # ints wrap like numpy, bool add is or / mul is and
+
+def test_bool_sub_is_type_error():
+  with pytest.raises(TypeError): Tensor([True, False]) - Tensor([True, True])
+
+def test_int_true_division_gives_float():
+  a, b = np.array([7, -7, 1, 9, 0], dtype=np.int32), np.array([2, 2, 3, -4, 5], dtype=np.int32)
+  out = Tensor(a) / Tensor(b)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), a / b, rtol=1e-6)
+  out = Tensor(a) / 2
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), a / 2, rtol=1e-6)
+  out = 1 / Tensor(b)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), 1 / b, rtol=1e-6)
+
+# ---------------- integer division and remainder ----------------
+INT_A = np.array([7, -7, 7, -7, 0, 6, -6, 1, -1, 13, -13, 100], dtype=np.int32)
+INT_B = np.array([2, 2, -2, -2, 3, 3, -3, 5, 5, -4, 4, -7], dtype=np.int32)
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int64])
+def test_floordiv_mod_python_semantics_ints(dtype):
+  a, b = INT_A.astype(dtype), INT_B.astype(dtype)
+  np.testing.assert_array_equal((Tensor(a) // Tensor(b)).numpy(), a // b)
+  np.testing.assert_array_equal((Tensor(a) % Tensor(b)).numpy(), a % b)
+  np.testing.assert_array_equal(Tensor(a).floordiv(Tensor(b)).numpy(), a // b)
+  np.testing.assert_array_equal(Tensor(a).mod(Tensor(b)).numpy(), a % b)
+  # python int scalars on either side
+  np.testing.assert_array_equal((Tensor(a) // -3).numpy(), a // -3)
+  np.testing.assert_array_equal((Tensor(a) % -3).numpy(), a % -3)
+  np.testing.assert_array_equal((Tensor(a) // 3).numpy(), a // 3)
+  np.testing.assert_array_equal((Tensor(a) % 3).numpy(), a % 3)
+  np.testing.assert_array_equal((17 // Tensor(b)).numpy(), 17 // b)
+  np.testing.assert_array_equal((-17 % Tensor(b)).numpy(), -17 % b)
+
+def test_floordiv_mod_python_semantics_matches_python_ints():
+  out_q, out_r = (Tensor(INT_A) // Tensor(INT_B)).tolist(), (Tensor(INT_A) % Tensor(INT_B)).tolist()
+  assert out_q == [int(x) // int(y) for x, y in zip(INT_A, INT_B)]
+  assert out_r == [int(x) % int(y) for x, y in zip(INT_A, INT_B)]
+
+def test_floordiv_mod_unsigned():
+  a, b = np.array([7, 200, 0, 255, 9], dtype=np.uint8), np.array([2, 3, 5, 16, 10], dtype=np.uint8)
+  np.testing.assert_array_equal((Tensor(a) // Tensor(b)).numpy(), a // b)
+  np.testing.assert_array_equal((Tensor(a) % Tensor(b)).numpy(), a % b)
+
+@pytest.mark.parametrize("shapes", [[(6,), (6,)], [(2, 3), (3,)], [(), ()]], ids=str)
+def test_floordiv_mod_float(shapes):
+  inputs = [away_from_zero(shapes[0], 0.3, 5.0, seed=3), away_from_zero(shapes[1], 0.6, 2.0, seed=4)]
+  check_op(lambda a, b: a // b, lambda a, b: a // b, inputs=inputs)
+  check_op(lambda a, b: a % b, lambda a, b: np.mod(a, b), inputs=inputs, rtol=1e-5, atol=1e-5)
+
+def test_div_rounding_modes_int():
+  a, b = Tensor(INT_A), Tensor(INT_B)
+  trunc = a.div(b, rounding_mode="trunc")
+  assert trunc.dtype == dtypes.int32
+  np.testing.assert_array_equal(trunc.numpy(), np.trunc(INT_A / INT_B).astype(np.int32))
+  floor = a.div(b, rounding_mode="floor")
+  assert floor.dtype == dtypes.int32
+  np.testing.assert_array_equal(floor.numpy(), INT_A // INT_B)
+  np.testing.assert_allclose(a.div(b).numpy(), INT_A / INT_B, rtol=1e-6)
+  with pytest.raises(ValueError): a.div(b, rounding_mode="round")
+
+@pytest.mark.parametrize("mode,np_fn", [("trunc", lambda a, b: np.trunc(a / b)), ("floor", lambda a, b: np.floor(a / b))])
+def test_div_rounding_modes_float(mode, np_fn):
+  inputs = [away_from_zero((3, 4), 0.3, 5.0, seed=5), away_from_zero((3, 4), 0.6, 2.0, seed=6)]
+  out = check_op(lambda a, b: a.div(b, rounding_mode=mode), np_fn, inputs=inputs)
+  assert out.dtype == dtypes.float32
+
+def test_fmod_int():
+  np.testing.assert_array_equal(Tensor(INT_A).fmod(Tensor(INT_B)).numpy(), np.fmod(INT_A, INT_B))
+  np.testing.assert_array_equal(Tensor(INT_A).fmod(3).numpy(), np.fmod(INT_A, 3))
+
+@pytest.mark.parametrize("shapes", [[(6,), (6,)], [(2, 3), (2, 1)], [(), ()]], ids=str)
+def test_fmod_float(shapes):
+  inputs = [away_from_zero(shapes[0], 0.3, 5.0, seed=7), away_from_zero(shapes[1], 0.6, 2.0, seed=8)]
+  check_op(lambda a, b: a.fmod(b), np.fmod, inputs=inputs, atol=1e-5)
+
+# ---------------- pow ----------------
+@pytest.mark.parametrize("shapes", [[(), ()], [(5,), (5,)], [(2, 3), (3,)], [(2, 1, 3), (4, 1)]], ids=str)
+def test_pow_tensor_tensor_positive_base(shapes):
+  inputs = [np.random.default_rng(9).uniform(0.5, 2.0, shapes[0]), np.random.default_rng(10).uniform(-2.0, 2.0, shapes[1])]
+  check_op(lambda a, b: a ** b, np.power, inputs=inputs, rtol=1e-5)
+  check_op(lambda a, b: a.pow(b), np.power, inputs=inputs, rtol=1e-5)
+
+@pytest.mark.parametrize("exponent", [2, 3, 0, 1, -1, -2, 0.5, 2.5, -1.5, 4])
+def test_pow_tensor_scalar(exponent):
+  positive_only = not float(exponent).is_integer()
+  x = np.random.default_rng(11).uniform(0.5, 2.0, (2, 3)) if positive_only else away_from_zero((2, 3), seed=11)
+  check_op(lambda a: a ** exponent, lambda a: np.power(a, float(exponent)), inputs=[x], rtol=1e-5)
+
+@pytest.mark.parametrize("base", [2, 2.0, 0.5, 10])
+def test_rpow_scalar_tensor(base):
+  check_op(lambda a: base ** a, lambda a: np.power(float(base), a), shapes=[(2, 3)], rtol=1e-5)
+
+def test_pow_negative_base():
+  base = np.array([-2.0, -2.0, -1.5, -3.0, 0.0, 2.0])
+  exp = np.array([3.0, 2.0, 2.0, -1.0, 0.0, 0.5])
+  np.testing.assert_allclose((Tensor(base.astype(np.float32)) ** Tensor(exp.astype(np.float32))).numpy(), np.power(base, exp), rtol=1e-5)
+  out = (Tensor([-2.0]) ** Tensor([0.5])).numpy()
+  assert np.isnan(out).all()
+
+def test_pow_int_int():
+  a, b = np.array([2, 3, -2, 5, 0, 1, -3], dtype=np.int32), np.array([3, 2, 3, 0, 4, 9, 2], dtype=np.int32)
+  out = Tensor(a) ** Tensor(b)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), a ** b)
+  out = Tensor(a) ** 2
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), a ** 2)
+  np.testing.assert_array_equal((Tensor(a) ** 5).numpy(), a ** 5)
+  np.testing.assert_array_equal((2 ** Tensor(b)).numpy(), 2 ** b)
+
+# ---------------- unary math ----------------
+# name: (tg fn, numpy fn, low, high)
+UNARY = {
+  "neg": (lambda x: -x, np.negative, -2, 2),
+  "neg_method": (lambda x: x.neg(), np.negative, -2, 2),
+  "abs": (lambda x: x.abs(), np.abs, -2, 2),
+  "sign": (lambda x: x.sign(), np.sign, -2, 2),
+  "reciprocal": (lambda x: x.reciprocal(), np.reciprocal, 0.5, 2),
+  "sqrt": (lambda x: x.sqrt(), np.sqrt, 0.1, 4),
+  "rsqrt": (lambda x: x.rsqrt(), lambda x: 1 / np.sqrt(x), 0.1, 4),
+  "square": (lambda x: x.square(), np.square, -2, 2),
+  "exp": (lambda x: x.exp(), np.exp, -3, 3),
+  "exp2": (lambda x: x.exp2(), np.exp2, -3, 3),
+  "log": (lambda x: x.log(), np.log, 0.1, 5),
+  "log2": (lambda x: x.log2(), np.log2, 0.1, 5),
+  "log10": (lambda x: x.log10(), np.log10, 0.1, 5),
+  "sin": (lambda x: x.sin(), np.sin, -4, 4),
+  "cos": (lambda x: x.cos(), np.cos, -4, 4),
+  "tan": (lambda x: x.tan(), np.tan, -1.3, 1.3),
+  "sinh": (lambda x: x.sinh(), np.sinh, -2, 2),
+  "cosh": (lambda x: x.cosh(), np.cosh, -2, 2),
+  "tanh": (lambda x: x.tanh(), np.tanh, -3, 3),
+  "asin": (lambda x: x.asin(), np.arcsin, -0.9, 0.9),
+  "acos": (lambda x: x.acos(), np.arccos, -0.9, 0.9),
+  "atan": (lambda x: x.atan(), np.arctan, -4, 4),
+  "asinh": (lambda x: x.asinh(), np.arcsinh, -3, 3),
+  "acosh": (lambda x: x.acosh(), np.arccosh, 1.1, 4),
+  "atanh": (lambda x: x.atanh(), np.arctanh, -0.9, 0.9),
+  "erf": (lambda x: x.erf(), np_erf, -2.5, 2.5),
+  "trunc": (lambda x: x.trunc(), np.trunc, -4, 4),
+  "floor": (lambda x: x.floor(), np.floor, -4, 4),
+  "ceil": (lambda x: x.ceil(), np.ceil, -4, 4),
+  "round": (lambda x: x.round(), np.round, -4, 4),
+  "log1p": (lambda x: x.log1p(), np.log1p, -0.5, 3),
+  "expm1": (lambda x: x.expm1(), np.expm1, -2, 2),
+}
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name, shape):
+  tg_fn, np_fn, low, high = UNARY[name]
+  check_op(tg_fn, np_fn, shapes=[shape], low=low, high=high, rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "reciprocal", "abs", "neg", "atan", "erf"])
+def test_unary_float16_forward(name):
+  tg_fn, np_fn = {"sigmoid": (lambda x: x.sigmoid(), np_sigmoid)}.get(name, UNARY.get(name, (None, None, 0, 0))[:2])
+  low, high = (0.1, 4) if name in ("log", "sqrt", "reciprocal") else (-2, 2)
+  x = np.random.default_rng(12).uniform(low, high, (4, 5)).astype(np.float16)
+  out = tg_fn(Tensor(x))
+  assert out.dtype == dtypes.float16
+  np.testing.assert_allclose(out.numpy().astype(np.float64), np_fn(x.astype(np.float64)), rtol=5e-3, atol=5e-3)
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "cos", "reciprocal", "log2", "exp2", "tanh", "erf"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_])
+def test_unary_float_of_ints(name, dtype):
+  """Float functions of integer and bool tensors compute in (and return) float32."""
+  tg_fn, np_fn = UNARY[name][:2]
+  x = np.array([1, 2, 3, 5], dtype=dtype) if dtype != np.bool_ else np.array([True, False, True])
+  out = tg_fn(Tensor(x))
+  assert out.dtype == dtypes.float32
+  with np.errstate(divide="ignore"):
+    np.testing.assert_allclose(out.numpy(), np_fn(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8])
+def test_int_unary_ops_keep_dtype(dtype):
+  x = np.array([3, 0, 7, 100, 1], dtype=dtype) if dtype == np.uint8 else np.array([-3, 0, 7, -100, 1], dtype=dtype)
+  for fn, ref in [(lambda t: t.abs(), np.abs), (lambda t: t.sign(), np.sign), (lambda t: t.trunc(), np.trunc), (lambda t: t.floor(), np.floor),
+                  (lambda t: t.ceil(), np.ceil), (lambda t: t.round(), np.round), (lambda t: t.square(), np.square)]:
+    out = fn(Tensor(x))
+    assert out.dtype == Tensor(x).dtype
+    np.testing.assert_array_equal(out.numpy(), ref(x).astype(dtype))
+  if dtype != np.uint8: np.testing.assert_array_equal((-Tensor(x)).numpy(), -x)
+
+def test_round_half_to_even():
+  x = np.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, 0.49, 2.51, -3.7, 1e6 + 0.5, -7.0, 0.0], dtype=np.float32)
+  np.testing.assert_array_equal(Tensor(x).round().numpy(), np.round(x))
+
+def test_trunc_floor_ceil_exact_values():
+  x = np.array([-2.5, -2.0, -0.3, 0.0, 0.3, 2.0, 2.7, -1e7 - 1, 123456.75], dtype=np.float32)
+  np.testing.assert_array_equal(Tensor(x).trunc().numpy(), np.trunc(x))
+  np.testing.assert_array_equal(Tensor(x).floor().numpy(), np.floor(x))
+  np.testing.assert_array_equal(Tensor(x).ceil().numpy(), np.ceil(x))
+
+def test_sign_abs_special_values():
+  x = np.array([-np.inf, -2.0, 0.0, 3.0, np.inf, np.nan], dtype=np.float32)
+  np.testing.assert_array_equal(Tensor(x).sign().numpy(), np.sign(x))
+  np.testing.assert_array_equal(Tensor(x).abs().numpy(), np.abs(x))
+
+def test_log1p_expm1_small_arguments_are_accurate():
+  x = np.array([1e-9, -1e-8, 1e-6, 3e-5], dtype=np.float32)
+  np.testing.assert_allclose(Tensor(x).log1p().numpy(), np.log1p(x.astype(np.float64)), rtol=1e-4)
+  np.testing.assert_allclose(Tensor(x).expm1().numpy(), np.expm1(x.astype(np.float64)), rtol=1e-4)
+
+def test_sqrt_log_of_invalid():
+  out_sqrt = Tensor([-1.0, 0.0, 4.0]).sqrt().numpy()
+  assert np.isnan(out_sqrt[0]) and out_sqrt[1] == 0 and out_sqrt[2] == 2
+  out_log = Tensor([-1.0, 0.0, 1.0]).log().numpy()
+  assert np.isnan(out_log[0]) and out_log[1] == -np.inf and out_log[2] == 0
+  assert Tensor([0.0]).reciprocal().numpy()[0] == np.inf
+
+# ---------------- clamp, where, lerp, copysign, logaddexp ----------------
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+def test_clamp(shape):
+  x = np.random.default_rng(13).uniform(-2, 2, shape)
+  x = np.where(np.abs(np.abs(x) - 1) < 0.05, x + 0.1, x)  # stay away from the kinks at +-1
+  check_op(lambda a: a.clamp(-1.0, 1.0), lambda a: np.clip(a, -1, 1), inputs=[x])
+  check_op(lambda a: a.clip(-1.0, 1.0), lambda a: np.clip(a, -1, 1), inputs=[x])
+  check_op(lambda a: a.clamp(min_=-1.0), lambda a: np.maximum(a, -1), inputs=[x])
+  check_op(lambda a: a.clamp(max_=1.0), lambda a: np.minimum(a, 1), inputs=[x])
+
+def test_clamp_tensor_bounds_and_ints():
+  x = np.array([-5, -1, 0, 3, 9], dtype=np.int32)
+  out = Tensor(x).clamp(-2, 4)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), np.clip(x, -2, 4))
+  lo, hi = np.array([-0.5, 0.0, -1.0]), np.array([0.5, 1.0, 0.0])
+  xs = np.array([-0.8, 0.6, 0.3])
+  check_op(lambda a, l, h: a.clamp(l, h), lambda a, l, h: np.clip(a, l, h), inputs=[xs, lo, hi])
+  with pytest.raises(ValueError): Tensor([1.0]).clamp()
+
+@pytest.mark.parametrize("shapes", [[(4,), (4,), (4,)], [(2, 3), (2, 3), (3,)], [(2, 1), (1, 3), ()], [(), (2, 2), (2, 2)]], ids=str)
+def test_where(shapes):
+  rng = np.random.default_rng(14)
+  cond = rng.random(shapes[0]) > 0.5
+  x, y = rng.uniform(-2, 2, shapes[1]), rng.uniform(-2, 2, shapes[2])
+  check_op(lambda c, a, b: c.where(a, b), lambda c, a, b: np.where(c, a, b), inputs=[cond, x, y])
+
+def test_where_scalars_and_dtypes():
+  cond = np.array([True, False, True])
+  out = Tensor(cond).where(1, 0)
+  assert out.dtype == dtypes.int32
+  np.testing.assert_array_equal(out.numpy(), [1, 0, 1])
+  out = Tensor(cond).where(1.5, 0)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_array_equal(out.numpy(), [1.5, 0, 1.5])
+  check_op(lambda c, a: c.where(a, 0.0), lambda c, a: np.where(c, a, 0.0), inputs=[cond, np.array([1.0, 2.0, 3.0])])
+  check_op(lambda c, a: c.where(-1.0, a), lambda c, a: np.where(c, -1.0, a), inputs=[cond, np.array([1.0, 2.0, 3.0])])
+  # a non-bool condition is truthiness
+  np.testing.assert_array_equal(Tensor([0, 2, -1]).where(Tensor([1, 1, 1]), Tensor([7, 7, 7])).numpy(), [7, 1, 1])
+  # int and float branches promote
+  out = Tensor(cond).where(Tensor([1, 2, 3]), Tensor([0.5, 0.5, 0.5]))
+  assert out.dtype == dtypes.float32
+  np.testing.assert_array_equal(out.numpy(), [1, 0.5, 3])
+
+@pytest.mark.parametrize("shapes", [[(4,), (4,), (4,)], [(2, 3), (3,), (2, 1)], [(), (), ()]], ids=str)
+def test_lerp(shapes):
+  check_op(lambda a, b, w: a.lerp(b, w), lambda a, b, w: a + (b - a) * w, shapes=shapes)
+
+def test_lerp_scalar_weight():
+  check_op(lambda a, b: a.lerp(b, 0.3), lambda a, b: a + (b - a) * 0.3, shapes=[(3, 2), (3, 2)])
+
+@pytest.mark.parametrize("shapes", [[(5,), (5,)], [(2, 3), (3,)], [(), ()]], ids=str)
+def test_copysign(shapes):
+  inputs = [away_from_zero(shapes[0], seed=15), away_from_zero(shapes[1], seed=16)]
+  check_op(lambda a, b: a.copysign(b), np.copysign, inputs=inputs)
+
+def test_copysign_signed_zero_and_scalar():
+  a = np.array([1.0, 2.0, -3.0, -4.0], dtype=np.float32)
+  b = np.array([0.0, -0.0, 0.0, -0.0], dtype=np.float32)
+  np.testing.assert_array_equal(Tensor(a).copysign(Tensor(b)).numpy(), np.copysign(a, b))
+  np.testing.assert_array_equal(Tensor(a).copysign(-1.0).numpy(), np.copysign(a, -1.0))
+  out = Tensor([1, -2, 3]).copysign(-1)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_array_equal(out.numpy(), [-1, -2, -3])
+
+@pytest.mark.parametrize("shapes", [[(5,), (5,)], [(2, 3), (2, 1)], [(), (3,)]], ids=str)
+def test_logaddexp(shapes):
+  check_op(lambda a, b: a.logaddexp(b), np.logaddexp, shapes=shapes, low=-4, high=4)
+
+def test_logaddexp_large_values():
+  a, b = np.array([100.0, -100.0, 50.0], dtype=np.float32), np.array([100.0, -101.0, -50.0], dtype=np.float32)
+  np.testing.assert_allclose(Tensor(a).logaddexp(Tensor(b)).numpy(), np.logaddexp(a.astype(np.float64), b), rtol=1e-6)
+
+# ---------------- isnan / isinf / isfinite / isclose ----------------
+SPECIAL = np.array([0.0, -1.5, np.nan, np.inf, -np.inf, 3e38, -0.0], dtype=np.float32)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_isnan_isinf_isfinite(dtype):
+  x = SPECIAL.astype(dtype) if dtype == np.float32 else np.array([0.0, -1.5, np.nan, np.inf, -np.inf, 6e4], dtype=np.float16)
+  t = Tensor(x)
+  for got, ref in [(t.isnan(), np.isnan(x)), (t.isinf(), np.isinf(x)), (t.isfinite(), np.isfinite(x)),
+                   (t.isinf(detect_negative=False), np.isposinf(x)), (t.isinf(detect_positive=False), np.isneginf(x))]:
+    assert got.dtype == dtypes.bool
+    np.testing.assert_array_equal(got.numpy(), ref)
+
+def test_isnan_isinf_ints():
+  t = Tensor([1, -2, 3])
+  np.testing.assert_array_equal(t.isnan().numpy(), [False] * 3)
+  np.testing.assert_array_equal(t.isinf().numpy(), [False] * 3)
+  np.testing.assert_array_equal(t.isfinite().numpy(), [True] * 3)
+
+def test_isclose():
+  a = np.array([1.0, 1.0, 1e-9, np.nan, np.inf, 100.0, -np.inf], dtype=np.float32)
+  b = np.array([1.0 + 1e-6, 1.1, 0.0, np.nan, np.inf, 100.001, np.inf], dtype=np.float32)
+  np.testing.assert_array_equal(Tensor(a).isclose(Tensor(b)).numpy(), np.isclose(a, b))
+  np.testing.assert_array_equal(Tensor(a).isclose(Tensor(b), equal_nan=True).numpy(), np.isclose(a, b, equal_nan=True))
+  np.testing.assert_array_equal(Tensor(a).isclose(Tensor(b), rtol=1e-3, atol=0.0).numpy(), np.isclose(a, b, rtol=1e-3, atol=0.0))
+  assert Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.0 + 1e-7]))
+  assert not Tensor([1.0, 2.0]).allclose(Tensor([1.0, 2.1]))
+
+# ---------------- comparisons ----------------
+CMP = {
+  "lt": (lambda a, b: a < b, np.less), "le": (lambda a, b: a <= b, np.less_equal), "gt": (lambda a, b: a > b, np.greater),
+  "ge": (lambda a, b: a >= b, np.greater_equal), "eq": (lambda a, b: a == b, np.equal), "ne": (lambda a, b: a != b, np.not_equal),
+  "eq_method": (lambda a, b: a.eq(b), np.equal), "ne_method": (lambda a, b: a.ne(b), np.not_equal),
+}
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("name", list(CMP))
+def test_comparisons(name, dtype):
+  tg_fn, np_fn = CMP[name]
+  rng = np.random.default_rng(17)
+  if dtype == np.bool_: a, b = rng.random((3, 4)) > 0.5, rng.random((4,)) > 0.5
+  else:
+    a, b = rng.integers(0, 5, (3, 4)).astype(dtype), rng.integers(0, 5, (4,)).astype(dtype)  # many equal pairs
+    if np.dtype(dtype).kind == "f": a = a + np.array(0.5, dtype=dtype) * (rng.random((3, 4)) > 0.7)
+  out = tg_fn(Tensor(a), Tensor(b))
+  assert out.dtype == dtypes.bool and out.shape == (3, 4)
+  np.testing.assert_array_equal(out.numpy(), np_fn(a, b))
+
+@pytest.mark.parametrize("name", ["lt", "le", "gt", "ge", "eq", "ne"])
+def test_comparisons_python_scalars(name):
+  tg_fn, np_fn = CMP[name]
+  a = np.array([-1.0, 0.0, 1.0, 2.0, 2.5], dtype=np.float32)
+  np.testing.assert_array_equal(tg_fn(Tensor(a), 1.0).numpy(), np_fn(a, 1.0))
+  np.testing.assert_array_equal(tg_fn(1.0, Tensor(a)).numpy(), np_fn(1.0, a))
+  ai = np.array([-3, 0, 1, 2, 7], dtype=np.int32)
+  np.testing.assert_array_equal(tg_fn(Tensor(ai), 1).numpy(), np_fn(ai, 1))
+  np.testing.assert_array_equal(tg_fn(Tensor(ai), 1.5).numpy(), np_fn(ai, 1.5))
+
+@pytest.mark.parametrize("name", list(CMP))
+def test_comparisons_nan(name):
+  tg_fn, np_fn = CMP[name]
+  a = np.array([np.nan, 1.0, np.nan, np.inf, -np.inf, 2.0], dtype=np.float32)
+  b = np.array([1.0, np.nan, np.nan, np.inf, np.inf, 2.0], dtype=np.float32)
+  with np.errstate(invalid="ignore"):
+    np.testing.assert_array_equal(tg_fn(Tensor(a), Tensor(b)).numpy(), np_fn(a, b))
+    np.testing.assert_array_equal(tg_fn(Tensor(a), 1.0).numpy(), np_fn(a, 1.0))
+
+def test_comparison_has_no_gradient_but_keeps_graph():
+  x = Tensor([1.0, -2.0, 3.0], requires_grad=True)
+  (x * (x > 0).cast(dtypes.float32)).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 1.0])
+
+# ---------------- bitwise ----------------
+BITWISE = {"and": (lambda a, b: a & b, np.bitwise_and), "or": (lambda a, b: a | b, np.bitwise_or), "xor": (lambda a, b: a ^ b, np.bitwise_xor),
+           "and_method": (lambda a, b: a.bitwise_and(b), np.bitwise_and), "or_method": (lambda a, b: a.bitwise_or(b), np.bitwise_or),
+           "xor_method": (lambda a, b: a.bitwise_xor(b), np.bitwise_xor)}
+
+def int_data(dtype, shape, seed=0):
+  rng = np.random.default_rng(seed)
+  if dtype == np.bool_: return rng.random(shape) > 0.5
+  info = np.iinfo(dtype)
+  return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.uint32, np.int64, np.bool_])
+@pytest.mark.parametrize("name", list(BITWISE))
+def test_bitwise(name, dtype):
+  tg_fn, np_fn = BITWISE[name]
+  a, b = int_data(dtype, (3, 4), 1), int_data(dtype, (4,), 2)
+  out = tg_fn(Tensor(a), Tensor(b))
+  assert out.dtype == Tensor(a).dtype
+  np.testing.assert_array_equal(out.numpy(), np_fn(a, b))
+
+def test_bitwise_python_scalars():
+  a = np.array([0, 5, -6, 255, 1 << 20], dtype=np.int32)
+  np.testing.assert_array_equal((Tensor(a) & 0xF0).numpy(), a & 0xF0)
+  np.testing.assert_array_equal((0xF0 & Tensor(a)).numpy(), a & 0xF0)
+  np.testing.assert_array_equal((Tensor(a) | 3).numpy(), a | 3)
+  np.testing.assert_array_equal((3 | Tensor(a)).numpy(), a | 3)
+  np.testing.assert_array_equal((Tensor(a) ^ -1).numpy(), a ^ -1)
+  np.testing.assert_array_equal((-1 ^ Tensor(a)).numpy(), a ^ -1)
+  np.testing.assert_array_equal((Tensor([True, False]) & True).numpy(), [True, False])
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int8, np.uint32, np.int16, np.bool_])
+def test_bitwise_not(dtype):
+  a = int_data(dtype, (2, 5), 3)
+  out = ~Tensor(a)
+  assert out.dtype == Tensor(a).dtype
+  np.testing.assert_array_equal(out.numpy(), ~a)
+  np.testing.assert_array_equal(Tensor(a).bitwise_not().numpy(), ~a)
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.uint32, np.int64, np.uint16])
+def test_shifts(dtype):
+  bits = 8 * np.dtype(dtype).itemsize
+  a = np.random.default_rng(4).integers(0, min(2**31, 2**(bits - 1)), (3, 4)).astype(dtype)
+  s = np.random.default_rng(5).integers(0, bits, (3, 4)).astype(dtype)
+  np.testing.assert_array_equal((Tensor(a) << Tensor(s)).numpy(), a << s)  # bits shifted out are dropped
+  np.testing.assert_array_equal((Tensor(a) >> Tensor(s)).numpy(), a >> s)
+  np.testing.assert_array_equal((Tensor(a) << 3).numpy(), a << dtype(3))
+  np.testing.assert_array_equal((Tensor(a) >> 2).numpy(), a >> dtype(2))
+  np.testing.assert_array_equal(Tensor(a).lshift(1).numpy(), a << dtype(1))
+  np.testing.assert_array_equal(Tensor(a).rshift(1).numpy(), a >> dtype(1))
+
+def test_uint8_shift_wraps():
+  a = np.array([1, 129, 255, 64], dtype=np.uint8)
+  out = Tensor(a) << 1
+  assert out.dtype == dtypes.uint8
+  np.testing.assert_array_equal(out.numpy(), a << np.uint8(1))
+
+@pytest.mark.parametrize("fn", [lambda a, b: a & b, lambda a, b: a | b, lambda a, b: a ^ b, lambda a, b: a << b, lambda a, b: a >> b,
+                                lambda a, b: ~a, lambda a, b: a.bitwise_and(b), lambda a, b: a & 1, lambda a, b: a << 1],
+                         ids=["and", "or", "xor", "shl", "shr", "not", "and_method", "and_scalar", "shl_scalar"])
+def test_bitwise_on_floats_is_type_error(fn):
+  with pytest.raises(TypeError): fn(Tensor([1.0, 2.0]), Tensor([1.0, 3.0]))
+
+def test_bool_shift_is_type_error():
+  with pytest.raises(TypeError): Tensor([True]) << 1
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.float32, np.uint8])
+def test_logical_not(dtype):
+  x = np.array([0, 1, 2, 0, 5], dtype=dtype) if dtype != np.bool_ else np.array([True, False, True])
+  out = Tensor(x).logical_not()
+  assert out.dtype == dtypes.bool
+  np.testing.assert_array_equal(out.numpy(), np.logical_not(x))
+
+def test_neg_of_bool_is_logical_not():
+  np.testing.assert_array_equal((-Tensor([True, False])).numpy(), [False, True])
+
+# ---------------- cast and bitcast ----------------
+CAST_CASES = [
+  (np.float32, np.int32, np.array([-2.7, -1.5, -0.2, 0.0, 0.9, 3.99, 1000.5])),
+  (np.float32, np.int8, np.array([-100.7, -1.5, 0.2, 127.9])),
+  (np.float32, np.uint8, np.array([0.0, 0.9, 200.7, 255.0])),
+  (np.float32, np.float16, np.array([1.0, -2.5, 1e-3, 3.14159, 65504.0])),
+  (np.float32, np.float64, np.array([1.0, -2.5, 1e-3, 3.14159])),
+  (np.float32, np.bool_, np.array([0.0, -0.0, 0.5, -2.0, np.nan])),
+  (np.float16, np.float32, np.array([1.0, -2.5, 1e-3, 3.14159, 65504.0])),
+  (np.int32, np.float32, np.array([-5, 0, 7, 1 << 20])),
+  (np.int32, np.uint8, np.array([-1, 0, 255, 256, 300, -200])),
+  (np.int32, np.int8, np.array([-129, 127, 128, 5])),
+  (np.int32, np.int64, np.array([-(1 << 31), 5, (1 << 31) - 1])),
+  (np.int64, np.int32, np.array([(1 << 33) + 5, -7])),
+  (np.uint8, np.int32, np.array([0, 128, 255])),
+  (np.uint8, np.float32, np.array([0, 128, 255])),
+  (np.int8, np.uint8, np.array([-1, -128, 5])),
+  (np.uint32, np.float32, np.array([0, 1 << 31, 12345])),
+  (np.bool_, np.int32, np.array([True, False])),
+  (np.bool_, np.float32, np.array([True, False])),
+  (np.int32, np.bool_, np.array([0, 3, -1])),
+]
+
+@pytest.mark.parametrize("src,dst,values", CAST_CASES, ids=lambda v: v.__name__ if isinstance(v, type) else "")
+def test_cast(src, dst, values):
+  x = values.astype(src)
+  out = Tensor(x).cast(Tensor(np.zeros(1, dst)).dtype)
+  with np.errstate(invalid="ignore"): ref = x.astype(dst)
+  assert out.dtype == Tensor(ref).dtype
+  np.testing.assert_array_equal(out.numpy(), ref)
+
+def test_cast_by_name_and_shortcuts():
+  t = Tensor([1.7, -2.2])
+  assert t.cast("int32").dtype == dtypes.int32 and t.int().dtype == dtypes.int32 and t.half().dtype == dtypes.float16
+  assert t.long().dtype == dtypes.int64 and t.double().dtype == dtypes.float64 and t.bool().dtype == dtypes.bool
+  np.testing.assert_array_equal(t.int().numpy(), [1, -2])
+  np.testing.assert_array_equal(Tensor([1, 2]).float().numpy(), np.array([1.0, 2.0], dtype=np.float32))
+
+def test_cast_gradient():
+  check_op(lambda a: a.cast(dtypes.float64).square().cast(dtypes.float32), np.square, shapes=[(3,)])
+  # values exact in float16, so the round trip is the identity and the gradient passes through the casts
+  check_op(lambda a: a.cast(dtypes.float16).cast(dtypes.float32) * 2, lambda a: a * 2, inputs=[np.array([0.5, 1.25, -3.0])])
+
+BITCAST_CASES = [
+  (np.float32, np.int32, np.array([1.0, -2.0, 0.0, -0.0, np.inf, 3.14159])),
+  (np.float32, np.uint32, np.array([1.0, -2.0, 0.5])),
+  (np.int32, np.float32, np.array([0x3F800000, -0x40000000, 0, 1])),
+  (np.uint32, np.float32, np.array([0x3F800000, 0xC0000000, 0x7F800000])),
+  (np.float16, np.int16, np.array([1.0, -2.0, 0.5, 65504.0])),
+  (np.int16, np.float16, np.array([0x3C00, -0x4000, 1])),
+  (np.uint16, np.int16, np.array([0, 0x8000, 0xFFFF, 0x1234])),
+  (np.int8, np.uint8, np.array([-1, -128, 0, 127])),
+  (np.float64, np.int64, np.array([1.0, -2.0, 1e300])),
+]
+
+@pytest.mark.parametrize("src,dst,values", BITCAST_CASES, ids=lambda v: v.__name__ if isinstance(v, type) else "")
+def test_bitcast_same_size(src, dst, values):
+  x = values.astype(src)
+  out = Tensor(x).bitcast(Tensor(np.zeros(1, dst)).dtype)
+  assert out.shape == x.shape
+  np.testing.assert_array_equal(out.numpy().view(np.uint8), x.view(dst).view(np.uint8))
+
+def test_bitcast_round_trip_of_computed_values():
+  x = np.array([1.5, -0.25, 100.0], dtype=np.float32)
+  out = (Tensor(x) * 2).bitcast(dtypes.int32)
+  np.testing.assert_array_equal(out.numpy(), (x * 2).view(np.int32))
+  back = (out + 0).bitcast(dtypes.float32)
+  np.testing.assert_array_equal(back.numpy(), x * 2)
+
+@pytest.mark.parametrize("src,dst,shape", [(np.uint8, np.uint32, (2, 8)), (np.uint8, np.int16, (6,)), (np.float32, np.uint8, (2, 3)),
+                                           (np.uint32, np.uint16, (4,)), (np.int16, np.float32, (2, 4)), (np.float16, np.float32, (4,))],
+                         ids=str)
+def test_bitcast_resize(src, dst, shape):
+  x = np.random.default_rng(6).integers(0, 255, int(np.prod(shape)) * np.dtype(src).itemsize).astype(np.uint8).view(src).reshape(shape)
+  if np.dtype(src).kind == "f": x = np.random.default_rng(6).uniform(-3, 3, shape).astype(src)
+  out = Tensor(x).bitcast(Tensor(np.zeros(1, dst)).dtype)
+  ref = x.view(dst)
+  assert out.shape == ref.shape
+  np.testing.assert_array_equal(out.numpy().view(np.uint8), ref.view(np.uint8))
+
+def test_bitcast_bad_size_raises():
+  with pytest.raises(ValueError): Tensor(np.zeros(3, np.uint8)).bitcast(dtypes.uint32)
+
+# ---------------- activations ----------------
+def np_gelu_tanh(x): return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+def np_gelu_erf(x): return 0.5 * x * (1 + np_erf(x / math.sqrt(2)))
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+ACTIVATIONS = {
+  "relu": (lambda x: x.relu(), lambda x: np.maximum(x, 0), -3, 3),
+  "relu6": (lambda x: x.relu6(), lambda x: np.clip(x, 0, 6), -3, 9),
+  "leaky_relu": (lambda x: x.leaky_relu(), lambda x: np.where(x > 0, x, 0.01 * x), -3, 3),
+  "leaky_relu_0.2": (lambda x: x.leaky_relu(0.2), lambda x: np.where(x > 0, x, 0.2 * x), -3, 3),
+  "elu": (lambda x: x.elu(), lambda x: np.where(x > 0, x, np.expm1(x)), -3, 3),
+  "elu_0.5": (lambda x: x.elu(0.5), lambda x: np.where(x > 0, x, 0.5 * np.expm1(x)), -3, 3),
+  "celu": (lambda x: x.celu(), lambda x: np.maximum(x, 0) + np.minimum(0, np.expm1(x)), -3, 3),
+  "celu_2": (lambda x: x.celu(2.0), lambda x: np.maximum(x, 0) + np.minimum(0, 2.0 * np.expm1(x / 2.0)), -3, 3),
+  "selu": (lambda x: x.selu(), lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(x)), -3, 3),
+  "sigmoid": (lambda x: x.sigmoid(), np_sigmoid, -6, 6),
+  "logsigmoid": (lambda x: x.logsigmoid(), lambda x: -np_softplus(-x), -6, 6),
+  "hardsigmoid": (lambda x: x.hardsigmoid(), lambda x: np.clip(x / 6 + 0.5, 0, 1), -5, 5),
+  "silu": (lambda x: x.silu(), lambda x: x * np_sigmoid(x), -5, 5),
+  "swish": (lambda x: x.swish(), lambda x: x * np_sigmoid(x), -5, 5),
+  "hardswish": (lambda x: x.hardswish(), lambda x: x * np.clip(x + 3, 0, 6) / 6, -5, 5),
+  "hardtanh": (lambda x: x.hardtanh(), lambda x: np.clip(x, -1, 1), -3, 3),
+  "hardtanh_2": (lambda x: x.hardtanh(-2, 0.5), lambda x: np.clip(x, -2, 0.5), -3, 3),
+  "gelu_tanh": (lambda x: x.gelu(approximate="tanh"), np_gelu_tanh, -4, 4),
+  "gelu_none": (lambda x: x.gelu(approximate="none"), np_gelu_erf, -4, 4),
+  "quick_gelu": (lambda x: x.quick_gelu(), lambda x: x * np_sigmoid(1.702 * x), -4, 4),
+  "mish": (lambda x: x.mish(), lambda x: x * np.tanh(np_softplus(x)), -4, 4),
+  "softplus": (lambda x: x.softplus(), np_softplus, -5, 5),
+  "softplus_beta2": (lambda x: x.softplus(beta=2.0), lambda x: np_softplus(x, 2.0), -5, 5),
+  "softsign": (lambda x: x.softsign(), lambda x: x / (1 + np.abs(x)), -4, 4),
+}
+
+@pytest.mark.parametrize("shape", [(), (7,), (3, 4), (2, 2, 3)], ids=str)
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation(name, shape):
+  tg_fn, np_fn, low, high = ACTIVATIONS[name]
+  x = np.random.default_rng(len(shape) + 20).uniform(low, high, shape)
+  x = np.where(np.abs(x) < 0.05, 0.1, x)  # keep away from the kink at 0
+  x = np.where(np.abs(np.abs(x) - 1) < 0.02, x + 0.05, x)  # hardtanh kinks
+  x = np.where(np.abs(np.abs(x) - 3) < 0.02, x + 0.05, x)  # hardsigmoid / hardswish kinks
+  x = np.where(np.abs(x - 6) < 0.02, x + 0.05, x)  # relu6
+  check_op(tg_fn, np_fn, inputs=[x], rtol=1e-5, atol=2e-6)
+
+def test_softplus_threshold_is_linear():
+  x = np.array([25.0, 30.0, -30.0, 1.0])
+  check_op(lambda a: a.softplus(), lambda a: np.where(a > 20, a, np_softplus(a)), inputs=[x])
+
+def test_activations_extreme_inputs_are_finite():
+  x = Tensor([-100.0, -20.0, 0.0, 20.0, 100.0])
+  np.testing.assert_allclose(x.sigmoid().numpy(), np_sigmoid(np.array([-100.0, -20.0, 0.0, 20.0, 100.0])), rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(x.tanh().numpy(), np.tanh([-100.0, -20.0, 0.0, 20.0, 100.0]), atol=1e-6)
+  np.testing.assert_allclose(x.softplus().numpy(), np_softplus(np.array([-100.0, -20.0, 0.0, 20.0, 100.0])), rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(x.logsigmoid().numpy(), -np_softplus(-np.array([-100.0, -20.0, 0.0, 20.0, 100.0])), rtol=1e-5, atol=1e-30)
+  np.testing.assert_allclose(x.gelu().numpy(), np_gelu_tanh(np.array([-100.0, -20.0, 0.0, 20.0, 100.0])), atol=1e-5)
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "silu", "gelu_tanh", "softplus", "elu", "hardswish"])
+def test_activation_float16_forward(name):
+  tg_fn, np_fn, low, high = ACTIVATIONS[name]
+  x = np.random.default_rng(30).uniform(low, high, (4, 5)).astype(np.float16)
+  out = tg_fn(Tensor(x))
+  assert out.dtype == dtypes.float16
+  np.testing.assert_allclose(out.numpy().astype(np.float64), np_fn(x.astype(np.float64)), rtol=1e-2, atol=5e-3)
+
+# ---------------- dtype promotion ----------------
+def test_int_tensor_times_float_scalar_is_float32():
+  out = Tensor([1, 2, 3]) * 2.5
+  assert out.dtype == dtypes.float32
+  np.testing.assert_array_equal(out.numpy(), [2.5, 5.0, 7.5])
+  out = 2.5 * Tensor([1, 2, 3])
+  assert out.dtype == dtypes.float32
+
+def test_int_tensor_with_int_scalar_keeps_dtype():
+  for dt in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8):
+    assert (Tensor([1, 2], dtype=dt) + 1).dtype == dt
+    assert (Tensor([1, 2], dtype=dt) * 3).dtype == dt
+
+def test_uint8_plus_python_int_wraps():
+  out = Tensor(np.array([1, 2], dtype=np.uint8)) + 300
+  assert out.dtype == dtypes.uint8
+  assert out.tolist() == [45, 46]
+  out = Tensor([250, 5], dtype=dtypes.uint8) + 10
+  assert out.tolist() == [4, 15]
+  out = Tensor([5], dtype=dtypes.uint8) - 10
+  assert out.tolist() == [251]
+
+def test_int8_plus_uint8_is_int16():
+  out = Tensor(np.array([-100, 100], dtype=np.int8)) + Tensor(np.array([200, 200], dtype=np.uint8))
+  assert out.dtype == dtypes.int16
+  assert out.tolist() == [100, 300]
+
+@pytest.mark.parametrize("a,b,expected", [
+  ("int8", "int16", "int16"), ("int32", "int64", "int64"), ("uint8", "uint16", "uint16"), ("uint16", "int16", "int32"),
+  ("uint32", "int32", "int64"), ("int32", "float16", "float16"), ("int64", "float32", "float32"), ("float16", "float32", "float32"),
+  ("float32", "float64", "float64"), ("bool", "int8", "int8"), ("bool", "uint8", "uint8"), ("bool", "float32", "float32"),
+  ("bool", "bool", "bool"), ("uint8", "int8", "int16")])
+def test_tensor_tensor_promotion(a, b, expected):
+  x, y = Tensor([1, 0], dtype=a), Tensor([1, 1], dtype=b)
+  assert (x + y).dtype == getattr(dtypes, expected)
+  assert (y + x).dtype == getattr(dtypes, expected)
+  assert (x * y).dtype == getattr(dtypes, expected)
+
+def test_bool_plus_bool():
+  a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+  out = Tensor(a) + Tensor(b)
+  assert out.dtype == dtypes.bool
+  np.testing.assert_array_equal(out.numpy(), a + b)
+  out = Tensor(a) * Tensor(b)
+  assert out.dtype == dtypes.bool
+  np.testing.assert_array_equal(out.numpy(), a * b)
+
+def test_bool_with_python_scalars():
+  t = Tensor([True, False])
+  out = t + 1
+  assert out.dtype == dtypes.int32
+  assert out.tolist() == [2, 1]
+  out = t * 1.5
+  assert out.dtype == dtypes.float32
+  assert out.tolist() == [1.5, 0.0]
+  out = t + True
+  assert out.dtype == dtypes.bool
+
+def test_int_div_int_tensor_is_float32():
+  out = Tensor([1, 2, 3], dtype=dtypes.int32) / Tensor([2, 2, 2], dtype=dtypes.int32)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), [0.5, 1.0, 1.5])
+  out = Tensor([1, 2], dtype=dtypes.uint8) / Tensor([4, 4], dtype=dtypes.int8)
+  assert out.dtype == dtypes.float32
+  np.testing.assert_allclose(out.numpy(), [0.25, 0.5])
+
+def test_float16_tensor_with_python_float_stays_float16():
+  out = Tensor(np.array([1.0, 2.0], dtype=np.float16)) * 0.5
+  assert out.dtype == dtypes.float16
+  np.testing.assert_array_equal(out.numpy(), np.array([0.5, 1.0], dtype=np.float16))
+
+@pytest.mark.parametrize("s1,s2", [((2, 3), (4,)), ((2, 3), (3, 2)), ((5,), (4,)), ((2, 1, 3), (2, 2))])
+def test_broadcast_mismatch_names_both_shapes(s1, s2):
+  with pytest.raises(ValueError) as e: Tensor.ones(*s1) + Tensor.ones(*s2)
+  assert str(s1) in str(e.value) and str(s2) in str(e.value)
+  with pytest.raises(ValueError): Tensor.ones(*s1).maximum(Tensor.ones(*s2))
+  with pytest.raises(ValueError): Tensor.ones(*s1) < Tensor.ones(*s2)
+
+def test_combining_with_unsupported_type_raises():
+  with pytest.raises(TypeError): Tensor([1.0]) + "a"

@@ -1,0 +1,450 @@
+"""Movement, indexing and assignment ops: forward values against numpy (float64) and gradients against finite
+differences of the same numpy expression (see opcheck.check_op)."""
+import numpy as np
+import pytest
+from tg import Tensor
+from tests.tg.opcheck import check_op
+
+def idx(a) -> Tensor: return Tensor(np.asarray(a, dtype=np.int32))
+
+# ---------------- primitives ----------------
+def test_reshape_minus_one():
+  check_op(lambda a: a.reshape(2, -1, 3), lambda a: a.reshape(2, -1, 3), [(4, 3, 2)])
+  check_op(lambda a: a.reshape(-1), lambda a: a.reshape(-1), [(2, 3)])
+  check_op(lambda a: a.reshape((6, -1)), lambda a: a.reshape(6, -1), [(3, 4)])
+
+def test_view():
+  check_op(lambda a: a.view(4, 3) * 2, lambda a: a.reshape(4, 3) * 2, [(2, 6)])
+
+def test_permute_negative_dims():
+  check_op(lambda a: a.permute(-1, 0, -2), lambda a: np.transpose(a, (2, 0, 1)), [(2, 3, 4)])
+  check_op(lambda a: a.permute((1, 2, 0)), lambda a: np.transpose(a, (1, 2, 0)), [(2, 3, 4)])
+
+def test_expand():
+  check_op(lambda a: a.expand(2, -1, 4), lambda a: np.broadcast_to(a, (2, 3, 4)), [(3, 1)])
+  check_op(lambda a: a.expand(3, 2, 5), lambda a: np.broadcast_to(a, (3, 2, 5)), [(5,)])
+  check_op(lambda a: a.expand((-1, 4)), lambda a: np.broadcast_to(a, (3, 4)), [(3, 1)])
+
+# ---------------- pad ----------------
+def test_pad_flat_torch_order():
+  # (left, right) of the last dim, then (top, bottom) of the one before
+  check_op(lambda a: a.pad((1, 2, 0, 1)), lambda a: np.pad(a, ((0, 1), (1, 2))), [(3, 4)])
+  check_op(lambda a: a.pad((2, 1)), lambda a: np.pad(a, ((0, 0), (0, 0), (2, 1))), [(2, 3, 2)])
+
+def test_pad_per_dim_pairs():
+  check_op(lambda a: a.pad(((1, 0), None, (2, 1))), lambda a: np.pad(a, ((1, 0), (0, 0), (2, 1))), [(2, 3, 2)])
+  check_op(lambda a: a.pad([(0, 2), (3, 0)]), lambda a: np.pad(a, ((0, 2), (3, 0))), [(2, 2)])
+
+def test_pad_negative_crops():
+  check_op(lambda a: a.pad((-1, 2, 1, -2)), lambda a: np.pad(a[:-2, 1:], ((1, 0), (0, 2))), [(4, 5)])
+  check_op(lambda a: a.pad(((-1, -1), (0, -2))), lambda a: a[1:-1, :-2], [(4, 5)])
+
+def test_pad_value():
+  check_op(lambda a: a.pad((1, 1, 2, 0), value=2.5), lambda a: np.pad(a, ((2, 0), (1, 1)), constant_values=2.5), [(2, 3)])
+  check_op(lambda a: a.pad(((1, 2),), value=-7.0), lambda a: np.pad(a, ((1, 2),), constant_values=-7.0), [(4,)])
+
+NP_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_1d(mode):
+  check_op(lambda a: a.pad((2, 3), mode=mode), lambda a: np.pad(a, ((2, 3),), mode=NP_MODE[mode]), [(5,)])
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_2d(mode):
+  check_op(lambda a: a.pad((1, 2, 2, 1), mode=mode), lambda a: np.pad(a, ((2, 1), (1, 2)), mode=NP_MODE[mode]), [(4, 3)])
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_3d(mode):
+  check_op(lambda a: a.pad((1, 0, 0, 2, 1, 1), mode=mode), lambda a: np.pad(a, ((1, 1), (0, 2), (1, 0)), mode=NP_MODE[mode]), [(3, 3, 4)])
+
+def test_pad_reflect_too_large_raises():
+  with pytest.raises(ValueError): Tensor(np.zeros(3, np.float32)).pad((3, 0), mode="reflect")
+
+# ---------------- shrink / flip / transpose ----------------
+def test_shrink():
+  check_op(lambda a: a.shrink(((1, 3), None, (0, 2))), lambda a: a[1:3, :, 0:2], [(4, 2, 3)])
+
+def test_flip():
+  check_op(lambda a: a.flip(0, 2), lambda a: a[::-1, :, ::-1], [(2, 3, 4)])
+  check_op(lambda a: a.flip(-1), lambda a: a[..., ::-1], [(2, 3)])
+  check_op(lambda a: a.flip((0, 1, 2)), lambda a: a[::-1, ::-1, ::-1], [(2, 3, 2)])
+
+def test_transpose():
+  check_op(lambda a: a.transpose(0, 2), lambda a: np.swapaxes(a, 0, 2), [(2, 3, 4)])
+  check_op(lambda a: a.transpose(-1, -2), lambda a: np.swapaxes(a, -1, -2), [(2, 3, 4)])
+
+def test_T():
+  check_op(lambda a: a.T, lambda a: a.T, [(3, 5)])
+
+# ---------------- squeeze / unsqueeze / flatten ----------------
+def test_squeeze_all():
+  check_op(lambda a: a.squeeze(), lambda a: np.squeeze(a), [(1, 3, 1, 2)])
+
+def test_squeeze_one_dim():
+  check_op(lambda a: a.squeeze(2), lambda a: np.squeeze(a, 2), [(1, 3, 1, 2)])
+  check_op(lambda a: a.squeeze(-4), lambda a: np.squeeze(a, 0), [(1, 3, 1, 2)])
+  # a dim that isn't 1 is left alone
+  check_op(lambda a: a.squeeze(1), lambda a: a, [(1, 3, 1, 2)])
+
+def test_unsqueeze_negative():
+  check_op(lambda a: a.unsqueeze(-1), lambda a: a[..., None], [(2, 3)])
+  check_op(lambda a: a.unsqueeze(-3), lambda a: a[None], [(2, 3)])
+  check_op(lambda a: a.unsqueeze(1), lambda a: a[:, None], [(2, 3)])
+
+def test_flatten():
+  check_op(lambda a: a.flatten(), lambda a: a.reshape(-1), [(2, 3, 4)])
+  check_op(lambda a: a.flatten(1, 2), lambda a: a.reshape(2, 12, 1), [(2, 3, 4, 1)])
+  check_op(lambda a: a.flatten(-3, -2), lambda a: a.reshape(6, 4), [(2, 3, 4)])
+
+def test_unflatten():
+  check_op(lambda a: a.unflatten(1, (2, 3)), lambda a: a.reshape(2, 2, 3, 2), [(2, 6, 2)])
+  check_op(lambda a: a.unflatten(-1, (3, -1)), lambda a: a.reshape(2, 3, 2), [(2, 6)])
+
+# ---------------- repeat / roll ----------------
+def test_repeat():
+  check_op(lambda a: a.repeat(2, 3), lambda a: np.tile(a, (2, 3)), [(2, 3)])
+  check_op(lambda a: a.repeat(2, 1, 3), lambda a: np.tile(a, (2, 1, 3)), [(2, 3)])
+
+def test_repeat_interleave():
+  check_op(lambda a: a.repeat_interleave(2), lambda a: np.repeat(a.reshape(-1), 2), [(2, 3)])
+  check_op(lambda a: a.repeat_interleave(3, dim=1), lambda a: np.repeat(a, 3, axis=1), [(2, 3)])
+  check_op(lambda a: a.repeat_interleave(2, dim=-3), lambda a: np.repeat(a, 2, axis=0), [(2, 3, 2)])
+
+def test_roll():
+  check_op(lambda a: a.roll(2, 1), lambda a: np.roll(a, 2, 1), [(3, 5)])
+  check_op(lambda a: a.roll(-1, 0), lambda a: np.roll(a, -1, 0), [(3, 5)])
+  check_op(lambda a: a.roll((1, -7), (0, -1)), lambda a: np.roll(a, (1, -7), (0, -1)), [(3, 5)])
+  check_op(lambda a: a.roll(4), lambda a: np.roll(a, 4), [(3, 5)])
+  check_op(lambda a: a.roll(-3, dims=None), lambda a: np.roll(a, -3), [(2, 2, 2)])
+
+# ---------------- cat / stack / split / chunk / meshgrid ----------------
+def test_cat_three_dim1():
+  check_op(lambda a, b, c: a.cat(b, c, dim=1), lambda a, b, c: np.concatenate([a, b, c], 1), [(2, 1, 3), (2, 2, 3), (2, 3, 3)])
+  check_op(lambda a, b: a.cat(b, dim=-1), lambda a, b: np.concatenate([a, b], -1), [(2, 1), (2, 3)])
+  check_op(lambda a, b: a.cat(b), lambda a, b: np.concatenate([a, b], 0), [(1, 3), (2, 3)])
+
+def test_cat_mismatch_raises():
+  with pytest.raises(ValueError): Tensor.zeros(2, 3).cat(Tensor.zeros(3, 3), dim=1)
+
+def test_stack():
+  check_op(lambda a, b, c: a.stack(b, c, dim=0), lambda a, b, c: np.stack([a, b, c], 0), [(2, 3)] * 3)
+  check_op(lambda a, b: a.stack(b, dim=-1), lambda a, b: np.stack([a, b], -1), [(2, 3)] * 2)
+  check_op(lambda a, b: a.stack(b, dim=1), lambda a, b: np.stack([a, b], 1), [(2, 3)] * 2)
+
+def test_split_int():
+  x = Tensor(np.zeros((2, 7), np.float32))
+  assert [p.shape for p in x.split(3, dim=1)] == [(2, 3), (2, 3), (2, 1)]
+  for k, (lo, hi) in enumerate([(0, 3), (3, 6), (6, 7)]):
+    check_op(lambda a: a.split(3, dim=1)[k] * 2, lambda a: a[:, lo:hi] * 2, [(2, 7)])
+
+def test_split_list():
+  x = Tensor(np.zeros((6, 2), np.float32))
+  assert [p.shape for p in x.split([1, 4, 1])] == [(1, 2), (4, 2), (1, 2)]
+  for k, (lo, hi) in enumerate([(0, 1), (1, 5), (5, 6)]):
+    check_op(lambda a: a.split([1, 4, 1])[k], lambda a: a[lo:hi], [(6, 2)])
+  with pytest.raises(ValueError): x.split([2, 2])
+
+def test_chunk_uneven():
+  # like torch.chunk: pieces of ceil(n / chunks), the last one smaller
+  x = Tensor(np.zeros((3, 7), np.float32))
+  assert [p.shape for p in x.chunk(3, dim=-1)] == [(3, 3), (3, 3), (3, 1)]
+  assert [p.shape for p in Tensor.zeros(6).chunk(4)] == [(2,), (2,), (2,)]
+  for k, (lo, hi) in enumerate([(0, 3), (3, 6), (6, 7)]):
+    check_op(lambda a: a.chunk(3, dim=-1)[k], lambda a: a[:, lo:hi], [(3, 7)])
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid(indexing):
+  # all outputs stacked, so that every input reaches the result
+  check_op(lambda a, b, c: Tensor.stack(*a.meshgrid(b, c, indexing=indexing)),
+           lambda a, b, c: np.stack(np.meshgrid(a, b, c, indexing=indexing)), [(2,), (3,), (4,)])
+  check_op(lambda a, b: Tensor.stack(*a.meshgrid(b, indexing=indexing)), lambda a, b: np.stack(np.meshgrid(a, b, indexing=indexing)), [(3,), (5,)])
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_shapes(indexing):
+  a, b, c = np.arange(2.0), np.arange(3.0), np.arange(4.0)
+  got = Tensor(a).meshgrid(Tensor(b), Tensor(c), indexing=indexing)
+  assert [g.shape for g in got] == [r.shape for r in np.meshgrid(a, b, c, indexing=indexing)]
+  got = Tensor(a).meshgrid(Tensor(b), indexing=indexing)
+  assert [g.shape for g in got] == [r.shape for r in np.meshgrid(a, b, indexing=indexing)]
+
+# ---------------- gather / scatter ----------------
+def test_gather():
+  index = np.array([[0, 2, 2, 1], [3, 0, 0, 0], [1, 1, 3, 2]])
+  check_op(lambda a, i: a.gather(1, i), lambda a, i: np.take_along_axis(a, i, 1), inputs=[np.random.default_rng(0).uniform(-2, 2, (3, 4)), index])
+  index0 = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])  # smaller than the input in dim 0
+  check_op(lambda a, i: a.gather(0, i), lambda a, i: np.take_along_axis(a, i, 0), inputs=[np.random.default_rng(1).uniform(-2, 2, (3, 4)), index0])
+  # index smaller than the input in a non-gather dim
+  index2 = np.array([[[1, 0], [0, 1]]])
+  check_op(lambda a, i: a.gather(-1, i), lambda a, i: np.take_along_axis(a[:1, :2], i, -1), inputs=[np.random.default_rng(2).uniform(-2, 2, (2, 3, 2)), index2])
+
+def np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
+  """Reference following torch.Tensor.scatter_reduce_: every position hit by the index collects its sources."""
+  out = x.copy()
+  groups: dict = {}
+  for pos in np.ndindex(index.shape):
+    target = list(pos)
+    target[dim] = index[pos]
+    groups.setdefault(tuple(target), []).append(src[pos])
+  for target, vals in groups.items():
+    vals = list(vals) + ([x[target]] if include_self else [])
+    if reduce == "sum": out[target] = np.sum(vals)
+    elif reduce == "prod": out[target] = np.prod(vals)
+    elif reduce == "mean": out[target] = np.mean(vals)
+    elif reduce == "amax": out[target] = np.max(vals)
+    elif reduce == "amin": out[target] = np.min(vals)
+    elif reduce == "replace": out[target] = vals[-1] if not include_self else vals[-2]
+  return out
+
+def test_scatter_plain():
+  # no two sources hit the same position (which torch leaves undefined)
+  index = np.array([[1, 0, 2], [2, 1, 0]])
+  ref = lambda x, i, s: np_scatter_reduce(x, 0, i, s, "replace", include_self=False)
+  check_op(lambda x, i, s: x.scatter(0, i, s), ref, inputs=[*[np.random.default_rng(3).uniform(-2, 2, (3, 3))], index, np.random.default_rng(4).uniform(-2, 2, (2, 3))])
+  index1 = np.array([[3, 0], [1, 2], [0, 3]])
+  ref1 = lambda x, i, s: np_scatter_reduce(x, 1, i, s, "replace", include_self=False)
+  check_op(lambda x, i, s: x.scatter(1, i, s), ref1, inputs=[np.random.default_rng(5).uniform(-2, 2, (3, 4)), index1, np.random.default_rng(6).uniform(-2, 2, (3, 3))])
+
+def test_scatter_scalar_src():
+  x = np.arange(12, dtype=np.float32).reshape(3, 4)
+  index = np.array([[0, 3], [1, 1], [2, 0]])
+  out = Tensor(x).scatter(1, Tensor(index), 9.5).numpy()
+  ref = x.copy()
+  for r in range(3):
+    for c in range(2): ref[r, index[r, c]] = 9.5
+  np.testing.assert_array_equal(out, ref)
+
+def test_scatter_add():
+  index = np.array([[0, 1, 0, 3], [3, 3, 3, 1]])
+  ref = lambda x, i, s: np_scatter_reduce(x, 1, i, s, "sum")
+  check_op(lambda x, i, s: x.scatter(1, i, s, reduce="add"), ref,
+           inputs=[np.random.default_rng(7).uniform(-2, 2, (2, 4)), index, np.random.default_rng(8).uniform(-2, 2, (2, 5))])
+
+SCATTER_INDEX = np.array([[0, 2, 0], [2, 2, 1], [0, 1, 1], [2, 0, 2]])  # (4, 3) into dim 0 of a (3, 3) tensor: repeats
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce(reduce, include_self):
+  rng = np.random.default_rng(9)
+  x = rng.uniform(-2, 2, (3, 4))
+  src = rng.uniform(-2, 2, (4, 3))
+  index = SCATTER_INDEX
+  ref = lambda x, i, s: np_scatter_reduce(x, 0, i, s, reduce, include_self)
+  check_op(lambda x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=include_self), ref, inputs=[x, index, src])
+
+def test_scatter_reduce_dim1_mean():
+  rng = np.random.default_rng(10)
+  x, src = rng.uniform(-2, 2, (2, 3)), rng.uniform(-2, 2, (2, 4))
+  index = np.array([[2, 2, 0, 2], [1, 1, 1, 1]])
+  check_op(lambda x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False),
+           lambda x, i, s: np_scatter_reduce(x, 1, i, s, "mean", False), inputs=[x, index, src])
+
+# ---------------- masks ----------------
+MASK = np.array([[True, False, False, True], [False, False, True, False], [True, True, False, False]])
+
+def test_masked_fill():
+  check_op(lambda a, m: a.masked_fill(m, 3.0), lambda a, m: np.where(m, 3.0, a), inputs=[np.random.default_rng(0).uniform(-2, 2, (3, 4)), MASK])
+  # a broadcast mask
+  row = np.array([False, True, True, False])
+  check_op(lambda a, m: a.masked_fill(m, -1.5), lambda a, m: np.where(m, -1.5, a), inputs=[np.random.default_rng(1).uniform(-2, 2, (3, 4)), row])
+
+def test_masked_select():
+  check_op(lambda a, m: a.masked_select(m), lambda a, m: a[m], inputs=[np.random.default_rng(0).uniform(-2, 2, (3, 4)), MASK])
+  row = np.array([True, False, True, True])
+  check_op(lambda a, m: a.masked_select(m), lambda a, m: a[np.broadcast_to(m, a.shape)], inputs=[np.random.default_rng(1).uniform(-2, 2, (3, 4)), row])
+
+@pytest.mark.parametrize("diagonal", [-1, 0, 2])
+def test_tril_triu(diagonal):
+  check_op(lambda a: a.tril(diagonal), lambda a: np.tril(a, diagonal), [(4, 5)])
+  check_op(lambda a: a.triu(diagonal), lambda a: np.triu(a, diagonal), [(4, 5)])
+  check_op(lambda a: a.tril(diagonal), lambda a: np.tril(a, diagonal), [(2, 3, 3)])
+  check_op(lambda a: a.triu(diagonal), lambda a: np.triu(a, diagonal), [(2, 3, 4)])
+
+def test_tril_triu_keep_dtype():
+  m = np.ones((3, 4), dtype=bool)
+  for f, ref in ((lambda t: t.tril(), np.tril(m)), (lambda t: t.triu(1), np.triu(m, 1))):
+    out = f(Tensor(m))
+    assert out.dtype == Tensor(m).dtype
+    np.testing.assert_array_equal(out.numpy(), ref)
+  out = Tensor(np.arange(9, dtype=np.int32).reshape(3, 3)).triu(-1)
+  assert out.dtype == Tensor(np.zeros(1, np.int32)).dtype
+  np.testing.assert_array_equal(out.numpy(), np.triu(np.arange(9).reshape(3, 3), -1))
+
+def test_one_hot():
+  labels = np.array([[0, 3, 1], [2, 2, 4]])
+  out = Tensor(labels.astype(np.int32)).one_hot(6)
+  assert out.shape == (2, 3, 6)
+  np.testing.assert_array_equal(out.numpy(), np.eye(6, dtype=np.int64)[labels])
+  out = Tensor(labels.astype(np.int32)).one_hot()  # classes from the largest label
+  np.testing.assert_array_equal(out.numpy(), np.eye(5, dtype=np.int64)[labels])
+  with pytest.raises(TypeError): Tensor(np.zeros(3, np.float32)).one_hot(3)
+
+def test_diagonal():
+  check_op(lambda a: a.diagonal(), lambda a: np.diagonal(a), [(4, 4)])
+  check_op(lambda a: a.diagonal(1), lambda a: np.diagonal(a, 1), [(3, 5)])
+  check_op(lambda a: a.diagonal(-2), lambda a: np.diagonal(a, -2), [(4, 3)])
+  check_op(lambda a: a.diagonal(0, 1, 2), lambda a: np.diagonal(a, 0, 1, 2), [(2, 3, 4)])
+  check_op(lambda a: a.diagonal(1, -1, 0), lambda a: np.diagonal(a, 1, -1, 0), [(3, 2, 4)])
+
+def test_diag():
+  check_op(lambda a: a.diag(), lambda a: np.diag(a), [(4,)])
+  check_op(lambda a: a.diag(), lambda a: np.diag(a), [(3, 4)])
+
+# ---------------- [] ----------------
+def test_index_ints():
+  check_op(lambda a: a[1], lambda a: a[1], [(3, 4)])
+  check_op(lambda a: a[-1, 2], lambda a: a[-1, 2], [(3, 4)])
+  check_op(lambda a: a[0, -2, -1], lambda a: a[0, -2, -1], [(2, 3, 4)])
+  check_op(lambda a: a[:, -3], lambda a: a[:, -3], [(2, 3, 4)])
+
+@pytest.mark.parametrize("key", [
+  (slice(None, None, -1), slice(3, 0, -2)), (slice(1, 5, 2),), (slice(None, None, 3),), (slice(-2, None), slice(None, -1)),
+  (slice(None, None, -2), slice(None, None, 2)), (slice(4, None, -3), slice(1, 2)), (slice(3, 1),), (slice(-100, 100, 4),)])
+def test_index_slices(key):
+  check_op(lambda a: a[key], lambda a: a[key], [(5, 6)])
+
+def test_index_none_ellipsis():
+  check_op(lambda a: a[None], lambda a: a[None], [(2, 3)])
+  check_op(lambda a: a[..., 1], lambda a: a[..., 1], [(2, 3, 4)])
+  check_op(lambda a: a[None, ..., 1], lambda a: a[None, ..., 1], [(2, 3, 4)])
+  check_op(lambda a: a[1, ..., None, 1:], lambda a: a[1, ..., None, 1:], [(2, 3, 4)])
+  check_op(lambda a: a[:, None, ::2, None], lambda a: a[:, None, ::2, None], [(2, 3, 4)])
+  check_op(lambda a: a[...], lambda a: a[...], [(2, 3)])
+
+def test_index_list_of_ints():
+  check_op(lambda a: a[[0, 2, -1]], lambda a: a[[0, 2, -1]], [(4, 3)])
+  check_op(lambda a: a[:, [1, 1, 0]], lambda a: a[:, [1, 1, 0]], [(2, 3, 2)])
+
+def test_index_one_tensor():
+  i = np.array([[2, 0], [-1, 1]])
+  check_op(lambda a, i: a[i], lambda a, i: a[i], inputs=[np.random.default_rng(0).uniform(-2, 2, (4, 3)), i])
+  check_op(lambda a, i: a[:, i], lambda a, i: a[:, i], inputs=[np.random.default_rng(1).uniform(-2, 2, (2, 3, 2)), np.array([2, -3, 0, 2])])
+  check_op(lambda a, i: a[..., i], lambda a, i: a[..., i], inputs=[np.random.default_rng(2).uniform(-2, 2, (2, 3, 4)), np.array([[3], [-1]])])
+
+def test_index_two_tensors_adjacent():
+  a = np.random.default_rng(3).uniform(-2, 2, (2, 3, 4, 5))
+  i, j = np.array([[0, 2], [1, -1]]), np.array([3, -4])  # broadcast to (2, 2)
+  out = check_op(lambda a, i, j: a[:, i, j], lambda a, i, j: a[:, i, j], inputs=[a, i, j])
+  assert out.shape == a[:, i, j].shape == (2, 2, 2, 5)
+  out = check_op(lambda a, i, j: a[i, j], lambda a, i, j: a[i, j], inputs=[a, np.array([1, 0, -1]), np.array([0, 2, 1])])
+  assert out.shape == (3, 4, 5)
+
+def test_index_two_tensors_non_adjacent():
+  # advanced indices separated by a slice: numpy puts the broadcast index dims first
+  a = np.random.default_rng(4).uniform(-2, 2, (3, 2, 4, 5))
+  i, j = np.array([[2], [0]]), np.array([1, -1, 3])
+  out = check_op(lambda a, i, j: a[i, :, j], lambda a, i, j: a[i, :, j], inputs=[a, i, j])
+  assert out.shape == a[i, :, j].shape == (2, 3, 2, 5)
+  out = check_op(lambda a, i, j: a[:, i, :, j], lambda a, i, j: a[:, i, :, j], inputs=[a, np.array([1, 0]), np.array([4, -2])])
+  assert out.shape == (2, 3, 4)
+
+def test_index_int_with_tensor():
+  # an int next to an index tensor is an advanced index too (numpy): int and tensor separated by a slice
+  a = np.random.default_rng(5).uniform(-2, 2, (3, 4, 5))
+  i = np.array([4, 0, 2])
+  out = check_op(lambda a, i: a[1, :, i], lambda a, i: a[1, :, i], inputs=[a, i])
+  assert out.shape == (3, 4)
+  out = check_op(lambda a, i: a[:, 2, i], lambda a, i: a[:, 2, i], inputs=[a, i])
+  assert out.shape == (3, 3)
+
+def test_index_tensor_with_slices_and_none():
+  a = np.random.default_rng(6).uniform(-2, 2, (4, 5, 3))
+  i = np.array([0, -1, 2])
+  check_op(lambda a, i: a[1:, i, ::2], lambda a, i: a[1:, i, ::2], inputs=[a, i])
+  check_op(lambda a, i: a[None, ::-1, i], lambda a, i: a[None, ::-1, i], inputs=[a, i])
+
+def test_index_bool_mask():
+  a = np.random.default_rng(7).uniform(-2, 2, (3, 4))
+  check_op(lambda a, m: a[m], lambda a, m: a[m], inputs=[a, MASK])
+  m1 = np.array([True, False, True])
+  check_op(lambda a, m: a[m], lambda a, m: a[m], inputs=[a, m1])
+  check_op(lambda a, m: a[:, m], lambda a, m: a[:, m], inputs=[a, np.array([False, True, True, False])])
+
+def test_index_gradient_repeated_indices():
+  # the same row picked twice: its gradient is the sum of both uses
+  a = np.random.default_rng(8).uniform(-2, 2, (4, 3))
+  check_op(lambda a, i: a[i] * 3, lambda a, i: a[i] * 3, inputs=[a, np.array([1, 3, 1, -3, 0])])
+  check_op(lambda a: a[[2, 2, 0], 1:], lambda a: a[[2, 2, 0], 1:], [(3, 3)])
+
+def test_index_errors():
+  x = Tensor(np.zeros((3, 7), np.float32))
+  with pytest.raises(IndexError, match="7"): x[0, 7]
+  with pytest.raises(IndexError, match="3"): x[-4]
+  with pytest.raises(IndexError, match="3"): x[3, idx([0])]
+  with pytest.raises(IndexError): x[0, 0, 0]
+  with pytest.raises(IndexError): x[..., 1, None, 2, 3]
+  with pytest.raises(IndexError): x[..., ...]
+
+def test_reshape_error():
+  x = Tensor(np.zeros((3, 4), np.float32))
+  with pytest.raises(ValueError) as e: x.reshape(5, 2)
+  assert "(3, 4)" in str(e.value) and "(5, 2)" in str(e.value)
+  with pytest.raises(ValueError): x.reshape(5, -1)
+  with pytest.raises(ValueError): x.reshape(-1, -1)
+
+# ---------------- []= ----------------
+def _setitem_case(shape, key, value):
+  rng = np.random.default_rng(11)
+  base = rng.uniform(-2, 2, shape).astype(np.float32)
+  t = Tensor(base.copy())
+  ref = base.copy()
+  ref[key] = value.numpy() if isinstance(value, Tensor) else value
+  t_key = tuple(Tensor(k) if isinstance(k, np.ndarray) else k for k in key) if isinstance(key, tuple) else (Tensor(key) if isinstance(key, np.ndarray) else key)
+  t[t_key] = value
+  np.testing.assert_array_equal(t.numpy(), ref)
+
+def test_setitem_int():
+  _setitem_case((3, 4), 1, Tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32)))
+  _setitem_case((3, 4), (-1, 2), 5.0)
+
+def test_setitem_slice_tensor():
+  _setitem_case((3, 4), (slice(None), slice(1, 3)), Tensor(np.arange(6, dtype=np.float32).reshape(3, 2)))
+  _setitem_case((3, 4), (slice(None), slice(1, 3)), Tensor(np.array([7.0, 8.0], np.float32)))  # broadcast
+
+def test_setitem_step_scalar():
+  _setitem_case((5, 3), slice(None, None, 2), 0.5)
+  _setitem_case((5, 3), (slice(None), slice(None, None, -2)), -2.0)
+
+def test_setitem_index_tensor_last_write_wins():
+  index = np.array([0, 2, 0, 3], dtype=np.int32)
+  value = Tensor(np.array([10.0, 20.0, 30.0, 40.0], np.float32))
+  base = np.arange(5, dtype=np.float32)
+  t = Tensor(base.copy())
+  t[Tensor(index)] = value
+  np.testing.assert_array_equal(t.numpy(), [30.0, 1.0, 20.0, 40.0, 4.0])
+  # rows of a 2-d tensor
+  _setitem_case((4, 3), np.array([3, -4], dtype=np.int32), Tensor(np.array([1.0, 2.0, 3.0], np.float32)))
+
+def test_setitem_mask():
+  _setitem_case((3, 4), MASK, 0.0)
+  base = np.random.default_rng(12).uniform(-2, 2, (3, 4)).astype(np.float32)
+  t = Tensor(base.copy())
+  t[t < 0] = 0
+  np.testing.assert_array_equal(t.numpy(), np.maximum(base, 0))
+
+def test_setitem_then_use():
+  t = Tensor(np.zeros((2, 3), np.float32))
+  t[0] = 1.0
+  t[:, 2] = Tensor(np.array([5.0, 6.0], np.float32))
+  np.testing.assert_array_equal((t * 2).numpy(), np.array([[2, 2, 10], [0, 0, 12]], np.float32))
+
+# ---------------- optional comparisons against torch ----------------
+def test_torch_advanced_indexing_and_chunk():
+  torch = pytest.importorskip("torch")
+  a = np.random.default_rng(13).uniform(-2, 2, (3, 4, 5)).astype(np.float32)
+  i, j = np.array([[1], [-1]]), np.array([0, 4, -2])
+  np.testing.assert_allclose(Tensor(a)[Tensor(i), :, Tensor(j)].numpy(), torch.tensor(a)[torch.tensor(i), :, torch.tensor(j)].numpy())
+  for n in (5, 6, 7):
+    assert [p.shape for p in Tensor.zeros(n).chunk(4)] == [tuple(p.shape) for p in torch.zeros(n).chunk(4)]
+  ta = torch.tensor(a)
+  for mode in ("reflect", "replicate", "circular"):
+    np.testing.assert_allclose(Tensor(a).pad((1, 2, 2, 1), mode=mode).numpy(), torch.nn.functional.pad(ta, (1, 2, 2, 1), mode=mode).numpy())
+
+def test_torch_scatter_reduce():
+  torch = pytest.importorskip("torch")
+  rng = np.random.default_rng(14)
+  x, src = rng.uniform(-2, 2, (3, 4)).astype(np.float32), rng.uniform(-2, 2, (4, 3)).astype(np.float32)
+  for reduce in ("sum", "prod", "mean", "amax", "amin"):
+    for include_self in (True, False):
+      got = Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX), Tensor(src), reduce, include_self=include_self).numpy()
+      ref = torch.tensor(x).scatter_reduce(0, torch.tensor(SCATTER_INDEX), torch.tensor(src), reduce, include_self=include_self).numpy()
+      np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{reduce} include_self={include_self}")
