@@ -270,12 +270,14 @@ class ElementwiseMixin:
     """log(1+x), accurate near 0: log(u) * x / (u - 1) with u = 1 + x rounded."""
     x = self._float()
     u = x + 1
-    return (u == 1).where(x, u.log() * x / (u - 1))
+    exact = u == 1
+    return exact.where(x, u.log() * x / exact.where(1, u - 1))  # the unused branch stays finite, so do its gradients
   def expm1(self) -> Tensor:
     """exp(x)-1, accurate near 0: (u - 1) * x / log(u) with u = exp(x) rounded."""
     x = self._float()
     u = x.exp()
-    return (u == 1).where(x, ((u - 1) == -1).where(-1.0, (u - 1) * x / u.log()))
+    exact, floor = u == 1, (u - 1) == -1
+    return exact.where(x, floor.where(-1.0, (u - 1) * x / (exact | floor).where(1, u.log())))
   def sqrt(self) -> Tensor: return self._float()._unary(Ops.SQRT)
   def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
   def square(self) -> Tensor: return self * self

@@ -83,6 +83,7 @@ class TinyJit:
       functools.update_wrapper(self, self.fxn)
       return self
     if not JIT: return self.fxn(*args, **kwargs)
+    if capture_stack and self.cnt >= 1: raise RuntimeError("having TinyJit inside another TinyJit is not supported")
     named = _input_tensors(args, kwargs)
     if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
     Tensor.realize_all(*(t for _, t in named))

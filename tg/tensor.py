@@ -6,7 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 from ir.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from ir.helpers import broadcast_shape, dedup, prod
-from ir.ops import Ops
+from ir.ops import Ops, MOVEMENT
 from ir.uop import UOp
 from drivers.device import Buffer, Device
 from tg.creation import CreationMixin
@@ -70,6 +70,8 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   def _new(self, uop: UOp, *parents: Tensor) -> Tensor:
     """A tensor computed from self (and parents): it requires grad if any of them does."""
+    if uop.op not in MOVEMENT and uop.op is not Ops.BUFFER and isinstance(dev := uop.device, str) and dev.startswith("DISK"):
+      raise RuntimeError(f"{dev} stores data but can't compute ({uop.op.name}); copy it to a compute device first, e.g. .to(\"CPU\")")
     out = Tensor(uop)
     out.requires_grad = bool(self.requires_grad or any(p.requires_grad for p in parents))
     out._leaf = not out.requires_grad

@@ -1,6 +1,6 @@
 """Datasets: MNIST (and Fashion-MNIST) from their IDX files."""
 from __future__ import annotations
-import gzip, os, pathlib, struct, urllib.error, urllib.request
+import gzip, os, pathlib, struct, urllib.error, urllib.request, zlib
 import numpy as np
 from ir.switches import getenv
 from tg.progress import ProgressBar
@@ -14,15 +14,16 @@ def read_idx(path: pathlib.Path) -> np.ndarray:
   raw = path.read_bytes()
   if raw[:2] == b"\x1f\x8b":
     try: raw = gzip.decompress(raw)
-    except (OSError, EOFError) as e: raise ValueError(f"{path}: corrupt gzip data: {e}") from None
+    except (OSError, EOFError, zlib.error) as e: raise ValueError(f"{path}: corrupt gzip data: {e}") from None
   if len(raw) < 4 or raw[:2] != b"\0\0": raise ValueError(f"{path}: not an IDX file (bad magic at offset 0)")
   kind, ndim = raw[2], raw[3]
   types = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
   if kind not in types: raise ValueError(f"{path}: unknown IDX element type {kind:#x} at offset 2")
   if len(raw) < 4 + 4 * ndim: raise ValueError(f"{path}: truncated IDX header")
   dims = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+  itemsize, body = np.dtype(types[kind]).itemsize, len(raw) - 4 - 4 * ndim
+  if body != int(np.prod(dims)) * itemsize: raise ValueError(f"{path}: header says {dims} ({int(np.prod(dims)) * itemsize} bytes of data), file holds {body}")
   data = np.frombuffer(raw, dtype=types[kind], offset=4 + 4 * ndim)
-  if data.size != int(np.prod(dims)): raise ValueError(f"{path}: header says {dims} ({int(np.prod(dims))} items), file holds {data.size}")
   return data.reshape(dims).astype(np.dtype(types[kind]).newbyteorder("="))
 
 def _fetch(url: str, dest: pathlib.Path) -> None:

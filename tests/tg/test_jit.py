@@ -1,0 +1,119 @@
+"""TinyJit: capture on the second call, replay from the third with only the inputs swapped."""
+import numpy as np
+import pytest
+from tg import Tensor, TinyJit, GlobalCounters, Context, nn
+from tg.jit import JitError
+
+def rnd(*shape, seed=0): return Tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
+
+def test_replay_matches_eager_results_and_kernel_count():
+  def f(a, b): return ((a @ b).relu() + 1).sum(1)
+  jf = TinyJit(f)
+  for i in range(5):
+    a, b = rnd(8, 16, seed=i), rnd(16, 4, seed=i + 100)
+    expected = f(a, b).numpy()
+    GlobalCounters.reset()
+    eager_kernels = None
+    with Context(JIT=0):
+      f(a, b).realize()
+      eager_kernels = GlobalCounters.kernel_count
+    GlobalCounters.reset()
+    out = jf(a, b)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
+    if i >= 2: assert GlobalCounters.kernel_count == eager_kernels == jf.captured.kernel_count
+  assert jf.cnt == 5
+
+def test_replay_does_not_run_python():
+  calls = []
+  @TinyJit
+  def f(x):
+    calls.append(1)
+    return x * 2
+  for i in range(4): f(rnd(3, seed=i))
+  assert len(calls) == 2, "the body runs on the first two calls only"
+
+def test_shape_dtype_and_name_changes_raise():
+  @TinyJit
+  def f(x): return x + 1
+  for _ in range(3): f(rnd(4, 4))
+  with pytest.raises(JitError, match=r"\(3, 4\)"): f(rnd(3, 4))
+  with pytest.raises(JitError, match="int"): f(Tensor(np.ones((4, 4), np.int32)))
+  with pytest.raises(JitError, match="args mismatch"): f(x=rnd(4, 4))
+  with pytest.raises(JitError, match="view"): f(rnd(4, 4).T)
+
+def test_misuse_errors():
+  @TinyJit
+  def reads_data(x):
+    return Tensor(x.numpy()) + 1
+  reads_data(rnd(2))
+  with pytest.raises(RuntimeError, match="JIT capture"): reads_data(rnd(2))
+  @TinyJit
+  def dup(a, b): return a + b
+  x = rnd(2)
+  with pytest.raises(JitError, match="duplicate"): dup(x, x)
+  @TinyJit
+  def returns_int(x): return 3
+  returns_int(rnd(2))
+  with pytest.raises(JitError, match="int"): returns_int(rnd(2))
+  @TinyJit
+  def nothing(x): return None
+  nothing(rnd(2))
+  with pytest.raises(JitError, match="didn't JIT"): nothing(rnd(2))
+
+def test_nested_jit_is_refused():
+  inner = TinyJit(lambda x: x * 2)
+  @TinyJit
+  def outer(x): return inner(x) + 1
+  for _ in range(2): inner(rnd(2))
+  outer(rnd(2))
+  with pytest.raises(RuntimeError, match="inside another TinyJit"): outer(rnd(2))
+
+def test_python_values_are_frozen_at_capture():
+  scale = {"v": 2.0}
+  @TinyJit
+  def f(x): return x * scale["v"]
+  for i in range(3):
+    out = f(Tensor([1.0]))
+    scale["v"] = 10.0 + i
+  assert out.item() == 10.0, "the constant captured on the second call is replayed"
+
+def test_random_numbers_change_on_replay():
+  @TinyJit
+  def f(x): return x + Tensor.rand(4)
+  outs = [f(Tensor.zeros(4).contiguous()).numpy().copy() for _ in range(4)]
+  assert all(not np.allclose(outs[i], outs[i + 1]) for i in range(3))
+
+def test_jit0_runs_eagerly():
+  calls = []
+  def g(x):
+    calls.append(1)
+    return x + 1
+  jg = TinyJit(g)
+  with Context(JIT=0):
+    for _ in range(3): jg(rnd(2))
+  assert len(calls) == 3 and jg.captured is None
+
+def test_outputs_alias_between_replays():
+  @TinyJit
+  def f(x): return x * 1
+  outs = [f(Tensor([float(i)]).contiguous()) for i in range(4)]
+  assert outs[2] is outs[3] and outs[3].item() == 3.0
+
+def test_training_step_with_optimizer_and_memory_planning():
+  np.random.seed(0)
+  X = Tensor(np.random.randn(32, 4).astype(np.float32))
+  Y = X @ Tensor(np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32))
+  model = nn.Linear(4, 1)
+  opt = nn.optim.SGD(nn.state.get_parameters(model), lr=0.1)
+  @TinyJit
+  @Context(TRAINING=1)
+  def step(x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean().backward()
+    opt.step()
+    return loss
+  losses = [step(X, Y).item() for _ in range(30)]
+  assert losses[-1] < losses[0] / 50
+  planned = {id(b) for ei in step.captured.items for b in ei.bufs}
+  used = sum(len(ei.bufs) for ei in step.captured.items)
+  assert len(planned) < used
