@@ -212,6 +212,20 @@ def test_lr_is_a_tensor_and_assignable():
     opt.step()
     np.testing.assert_allclose(w.numpy(), [0.78 - 0.02, -1.44 - 0.04], rtol=1e-6)
 
+def test_lr_assign_with_momentum_scales_the_step_not_the_buffer():
+  w = Tensor([0.0, 1.0], requires_grad=True)
+  opt = SGD([w], lr=0.1, momentum=0.5)
+  c, want, b = np.array([1.0, -2.0]), np.array([0.0, 1.0]), 0.0
+  with Context(TRAINING=1):
+    for lr in (0.1, 0.3, 0.05):
+      opt.lr.assign(Tensor([lr]))
+      opt.zero_grad()
+      (w * Tensor(f32(c))).sum().backward()
+      opt.step()
+      b = 0.5 * b + c       # torch.optim.SGD: the buffer holds raw gradients, lr multiplies at the step
+      want = want - lr * b
+      np.testing.assert_allclose(w.numpy(), want, rtol=1e-6, atol=1e-7)
+
 def test_lr_assign_changes_adam_steps():
   w = Tensor([1.0], requires_grad=True)
   opt = Adam([w], lr=0.1)

@@ -85,8 +85,9 @@ class LAMB(Optimizer):
                adam: bool = False):
     super().__init__(params, lr)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
-    self.b1_t = Tensor.ones(1, dtype=dtypes.float32, device=self.device).contiguous().realize()
-    self.b2_t = Tensor.ones(1, dtype=dtypes.float32, device=self.device).contiguous().realize()
+    # running powers b^t in float64: 1 - b2^t cancels badly in float32 during the first steps
+    self.b1_t = Tensor.ones(1, dtype=dtypes.float64, device=self.device).contiguous().realize()
+    self.b2_t = Tensor.ones(1, dtype=dtypes.float64, device=self.device).contiguous().realize()
     self.m = [Tensor.zeros(*p.shape, device=p.device, dtype=dtypes.float32).contiguous().realize() for p in self.params]
     self.v = [Tensor.zeros(*p.shape, device=p.device, dtype=dtypes.float32).contiguous().realize() for p in self.params]
 
@@ -98,7 +99,7 @@ class LAMB(Optimizer):
       p, g = self.params[i], self.params[i].grad.detach().cast(dtypes.float32)
       self.m[i].assign(self.b1 * self.m[i] + (1 - self.b1) * g)
       self.v[i].assign(self.b2 * self.v[i] + (1 - self.b2) * g * g)
-      m_hat, v_hat = self.m[i] / (1 - self.b1_t), self.v[i] / (1 - self.b2_t)
+      m_hat, v_hat = self.m[i] / (1 - self.b1_t).cast(dtypes.float32), self.v[i] / (1 - self.b2_t).cast(dtypes.float32)
       up = m_hat / (v_hat.sqrt() + self.eps) + self.wd * p.detach()
       if not self.adam:
         wnorm, unorm = p.detach().square().sum().sqrt(), up.square().sum().sqrt()
