@@ -36,18 +36,33 @@ class CPUProgram:
     self.work_per_iteration = (spec.flops + spec.mem_bytes) // max(spec.global_size[0], 1) + 1
 
   def __call__(self, *bufs: np.ndarray, global_size=(1, 1, 1), local_size=None, vals: tuple[int, ...] = (), wait: bool = False):
-    args = [b.ctypes.data for b in bufs] + list(vals)
-    n = global_size[0]
-    threads = max(1, min(NUM_CPU_THREADS.value, n, n * self.work_per_iteration // MIN_WORK_PER_THREAD))
     st = time.perf_counter()
-    if threads == 1: self.fn(*args, 0, n)
-    else:
-      bounds = [n * i // threads for i in range(threads + 1)]
-      pool = self.dev.pool(threads)
-      futures = [pool.submit(self.fn, *args, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-      self.fn(*args, bounds[0], bounds[1])
-      for f in futures: f.result()
+    self.launch([b.ctypes.data for b in bufs] + list(vals), global_size[0])
     return time.perf_counter() - st if wait else None
+
+  def launch(self, args: list[int], n: int) -> None:
+    """Run iterations [0, n) of the outer loop, split across threads when there is enough work."""
+    threads = max(1, min(NUM_CPU_THREADS.value, n, n * self.work_per_iteration // MIN_WORK_PER_THREAD))
+    if threads == 1: return self.fn(*args, 0, n)
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pool = self.dev.pool(threads)
+    futures = [pool.submit(self.fn, *args, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    self.fn(*args, bounds[0], bounds[1])
+    for f in futures: f.result()
+
+class CPUGraph:
+  """A batch of captured kernels run back to back with their arguments bound once; only the addresses of the
+  JIT's input buffers are patched before each replay."""
+  def __init__(self, calls: list[tuple[CPUProgram, list, tuple[int, ...], int]], input_slots: dict[int, int]):
+    self.calls = []
+    for prg, bufs, vals, n in calls:
+      args = [b.ensure_allocated()._buf.ctypes.data for b in bufs] + list(vals)
+      patches = [(i, input_slots[id(b)]) for i, b in enumerate(bufs) if id(b) in input_slots]
+      self.calls.append((prg, args, patches, n))
+  def __call__(self, inputs: list) -> None:
+    for prg, args, patches, n in self.calls:
+      for pos, slot in patches: args[pos] = inputs[slot]._buf.ctypes.data
+      prg.launch(args, n)
 
 class CPUDevice(Compiled):
   def __init__(self, device: str):
@@ -56,7 +71,7 @@ class CPUDevice(Compiled):
     isa, cpu, features = split_cpu_arch(target.arch)
     if isa and isa != host_isa(): raise ValueError(f"CPU target {target.arch!r} is for {isa}; this machine runs {host_isa()}")
     self._pool: ThreadPoolExecutor | None = None
-    super().__init__(device, CPUAllocator(), LLVMRenderer(), LLVMCompiler(isa, cpu, features), self._program)
+    super().__init__(device, CPUAllocator(), LLVMRenderer(), LLVMCompiler(isa, cpu, features), self._program, graph=CPUGraph)
 
   def _program(self, name: str, lib: bytes, spec: ProgramSpec) -> CPUProgram: return CPUProgram(self, name, lib, spec)
 

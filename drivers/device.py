@@ -116,10 +116,11 @@ class Buffer:
 
 class Compiled:
   """A device that runs compiled kernels: memory (allocator), source (renderer), binaries (compiler) and the
-  program runtime `runtime(name, lib) -> callable(*bufs, global_size=, local_size=, vals=, wait=)`."""
+  program runtime `runtime(name, lib, spec) -> callable(*bufs, global_size=, local_size=, vals=, wait=)`, and
+  optionally a `graph(calls, input_slots)` that runs a batch of captured kernels as one (TinyJit)."""
   unsupported_dtypes: frozenset[DType] = frozenset()
-  def __init__(self, device: str, allocator: Allocator, renderer, compiler, runtime: Callable):
-    self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler, runtime
+  def __init__(self, device: str, allocator: Allocator, renderer, compiler, runtime: Callable, graph: Callable | None = None):
+    self.device, self.allocator, self.renderer, self.compiler, self.runtime, self.graph = device, allocator, renderer, compiler, runtime, graph
   def synchronize(self) -> None: pass
   def check_dtype(self, dtype: DType) -> None:
     if dtype in self.unsupported_dtypes: raise TypeError(f"{self.device} can't hold {dtype}")

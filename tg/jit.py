@@ -3,13 +3,13 @@ those are replayed with the new inputs' buffers, without running the Python func
 Python values (ints, branches, shapes of intermediate results) are frozen at capture; returned tensors are the same
 objects on every replay, refilled in place (call .clone().realize() to keep a result)."""
 from __future__ import annotations
-import functools
+import functools, time
 from dataclasses import dataclass
 from typing import Any, Callable
 from ir.ops import Ops
 from ir.shapetracker import ShapeTracker
-from ir.switches import DEBUG, JIT
-from drivers.device import Buffer
+from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE
+from drivers.device import Buffer, Device, GlobalCounters
 from tg.realize import ExecItem, capture_stack
 from tg.schedule import buffer_of
 from tg.tensor import Tensor
@@ -52,6 +52,42 @@ def _describe(t: Tensor) -> tuple[Buffer, InputInfo]:
   buf, st = found
   return buf, InputInfo(st, buf.size, t.dtype, t.device)
 
+class GraphBatch:
+  """Consecutive captured kernels of one device run through the device's graph executor."""
+  def __init__(self, items: list[ExecItem], slots: dict[int, int]):
+    self.items = items
+    dev = Device[items[0].runner.device]
+    self.graph = dev.graph([(ei.runner.prg, ei.bufs, tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars), ei.runner.spec.global_size[0])
+                            for ei in items], slots)
+  def run(self, inputs: list[Buffer]) -> None:
+    st = time.perf_counter()
+    self.graph(inputs)
+    et = time.perf_counter() - st
+    for ei in self.items: ei.runner.record(et / len(self.items), len(ei.bufs), jit=True, quiet=True)
+    if DEBUG >= 2: print(f"*** {self.items[0].runner.device[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} tm {et * 1e6:9.2f}us")
+
+def batch_into_graphs(items: list[ExecItem], slots: dict[int, int]) -> list[ExecItem | GraphBatch]:
+  """JIT=1: runs of consecutive kernels on a device with a graph executor become batches, the first at most
+  JIT_BATCH_SIZE kernels and each next one twice as many. JIT=2: no batches."""
+  if JIT.value >= 2: return list(items)
+  steps: list[ExecItem | GraphBatch] = []
+  batch: list[ExecItem] = []
+  limit = max(JIT_BATCH_SIZE.value, 1)
+  def flush():
+    nonlocal limit
+    if len(batch) > 1: steps.append(GraphBatch(list(batch), slots)); limit *= 2
+    else: steps.extend(batch)
+    batch.clear()
+  for ei in items:
+    graphable = ei.runner is not None and Device[ei.runner.device].graph is not None
+    if not graphable or (batch and batch[0].runner.device != ei.runner.device): flush()
+    if not graphable: steps.append(ei)
+    else:
+      batch.append(ei)
+      if len(batch) >= limit: flush()
+  flush()
+  return steps
+
 class CapturedJit:
   def __init__(self, items: list[ExecItem], names: list, inputs: list[tuple[Buffer, InputInfo]], ret: Any):
     self.items, self.names, self.ret = items, names, ret
@@ -59,11 +95,12 @@ class CapturedJit:
     self.input_info = [i for _, i in inputs]
     self.slots = {id(b): k for k, b in enumerate(self.input_buffers)}
     self.kernel_count = sum(1 for ei in items if ei.runner is not None)
+    self.steps = batch_into_graphs(items, self.slots)
 
   def __call__(self, inputs: list[Buffer]) -> Any:
-    for ei in self.items:
-      bufs = [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in ei.bufs]
-      ExecItem(ei.runner, bufs, ei.var_vals).run(jit=True)
+    for step in self.steps:
+      if isinstance(step, GraphBatch): step.run(inputs)
+      else: ExecItem(step.runner, [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in step.bufs], step.var_vals).run(jit=True)
     return self.ret
 
 class TinyJit:

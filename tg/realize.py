@@ -40,12 +40,12 @@ class CompiledRunner:
     self.record(et, len(bufs), jit)
     return et
 
-  def record(self, et: float, nbufs: int, jit: bool) -> None:
+  def record(self, et: float, nbufs: int, jit: bool, quiet: bool = False) -> None:
     GlobalCounters.kernel_count += 1
     GlobalCounters.global_ops += self.spec.flops
     GlobalCounters.global_mem += self.spec.mem_bytes
     GlobalCounters.time_sum_s += et
-    if DEBUG >= 2:
+    if DEBUG >= 2 and not quiet:
       color = "magenta" if jit else ("green" if self.first_run else None)
       print(f"{colored(f'*** {self.device[:7]:7s} {GlobalCounters.kernel_count:4d}', color)} {self.spec.name:46s} arg {nbufs:2d} "
             f"mem {GlobalCounters.mem_used / 1e9:6.2f} GB tm {et * 1e6:9.2f}us/{GlobalCounters.time_sum_s * 1e3:9.2f}ms "

@@ -117,3 +117,21 @@ def test_training_step_with_optimizer_and_memory_planning():
   planned = {id(b) for ei in step.captured.items for b in ei.bufs}
   used = sum(len(ei.bufs) for ei in step.captured.items)
   assert len(planned) < used
+
+def _five_kernel_step(x):
+  a = (x + 1).contiguous()
+  b = (a * 2).contiguous()
+  c = (b - 3).contiguous()
+  d = (c * c).contiguous()
+  return d.sum()
+
+@pytest.mark.parametrize("jit,batch,expected", [(1, 2, [2, 3]), (1, 32, [5]), (2, 32, [])])
+def test_graph_batching_follows_jit_and_batch_size(jit, batch, expected):
+  from tg.jit import GraphBatch
+  with Context(JIT=jit, JIT_BATCH_SIZE=batch):
+    f = TinyJit(_five_kernel_step)
+    for i in range(4):
+      out = f(Tensor(np.full(8, float(i), np.float32)).contiguous())
+      assert out.item() == 8 * ((i + 1) * 2 - 3) ** 2
+    sizes = [len(s.items) for s in f.captured.steps if isinstance(s, GraphBatch)]
+    assert sizes == expected
