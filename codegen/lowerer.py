@@ -3,6 +3,7 @@ through accumulators, unrolled axes as copies of the computation, every index si
 from __future__ import annotations
 import itertools
 from ir.dtype import DType, dtypes
+from ir.helpers import prod
 from ir.ops import Ops, reduce_identity, ELEMENTWISE
 from ir.shapetracker import unravel
 from ir.symbolic import simplify, split_terms
@@ -49,9 +50,11 @@ def index_dtype(k: Kernel) -> DType:
   return dtypes.int32 if biggest < 2**31 else dtypes.int64
 
 class Lowerer:
-  def __init__(self, k: Kernel, split_first_axis_across_cores: bool, vectorize: bool = True):
+  def __init__(self, k: Kernel, split_first_axis_across_cores: bool, vectorize: bool = True, launch_dims: int = 0):
     self.k, self.b, self.idx_dtype = k, ProgramBuilder(), index_dtype(k)
-    self.split_cores = split_first_axis_across_cores
+    self.split_cores, self.launch_dims = split_first_axis_across_cores, launch_dims
+    self.global_size: list[int] = []
+    self.local_size: list[int] = []
     self.view_st = dict(zip(k.views, k.sts))
     self.accs: dict[tuple[UOp, tuple], UOp] = {}
     # one upcast or unrolled axis becomes the lanes of vector values (the kernel's choice, else the innermost upcast)
@@ -83,13 +86,16 @@ class Lowerer:
     idxs: list[UOp] = [UOp.const(self.idx_dtype, 0)] * len(k.full_shape)
     global_axes = k.axes_of(AxisType.GLOBAL)
     opened: list[UOp] = []
-    for n, a in enumerate(global_axes):
-      size = k.full_shape[a]
-      if n == 0 and self.split_cores:
-        start, end = UOp.variable("core_start", 0, size).cast(self.idx_dtype), UOp.variable("core_end", 0, size).cast(self.idx_dtype)
-      else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
-      opened.append(idxs_a := b.open_range(start, end, a))
-      idxs[a] = idxs_a
+    if self.launch_dims: self._launch_indices(idxs, global_axes, "gidx", self.global_size)
+    else:
+      for n, a in enumerate(global_axes):
+        size = k.full_shape[a]
+        if n == 0 and self.split_cores:
+          start, end = UOp.variable("core_start", 0, size).cast(self.idx_dtype), UOp.variable("core_end", 0, size).cast(self.idx_dtype)
+        else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
+        opened.append(idxs_a := b.open_range(start, end, a))
+        idxs[a] = idxs_a
+    self._launch_indices(idxs, k.axes_of(AxisType.LOCAL), "lidx", self.local_size)
     tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
     if k.reduceops: self._lower_reduce(idxs, tiles)
     for store in k.ast.src:
@@ -106,6 +112,21 @@ class Lowerer:
           for i, (idx, _) in enumerate(places): b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i))))
     for rng in reversed(opened): b.close_range(rng)
     return b.uops
+
+  def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int]) -> None:
+    """Axes as launch indices: the innermost axis is dim 0; axes beyond the last dim share it (split by div/mod)."""
+    if not axes: return
+    dims = [[a] for a in reversed(axes)]
+    while len(dims) > self.launch_dims: dims[-2:] = [dims[-1] + dims[-2]]  # outer axes fold into the last dim
+    for d, group in enumerate(dims):
+      total = prod(self.k.full_shape[a] for a in group)
+      special = UOp(Ops.SPECIAL, self.idx_dtype, (), (f"{prefix}{d}", total))
+      sizes.append(total)
+      inner = 1
+      for a in reversed(group):  # group lists axes outer to inner after the fold; recover each by div/mod
+        size = self.k.full_shape[a]
+        idxs[a] = special if len(group) == 1 else simplify((special // inner) % size)
+        inner *= size
 
   def _lower_reduce(self, idxs: list[UOp], tiles: list[dict[int, UOp]]) -> None:
     k, b = self.k, self.b
@@ -217,5 +238,9 @@ def _horizontal(x: UOp, op: Ops) -> UOp:
 
 def _lane(x: UOp, i: int) -> UOp: return UOp(Ops.GEP, x.dtype.scalar, (x,), i) if x.dtype.count > 1 else x
 
-def lower(k: Kernel, split_first_axis_across_cores: bool = False, vectorize: bool = True) -> list[UOp]:
-  return Lowerer(k, split_first_axis_across_cores, vectorize).lower()
+def lower(k: Kernel, split_first_axis_across_cores: bool = False, vectorize: bool = True, launch_dims: int = 0) -> tuple[list[UOp], tuple, tuple]:
+  """(linear program, global size, local size); the sizes are those of the launch indices (1s on CPU)."""
+  lw = Lowerer(k, split_first_axis_across_cores, vectorize, launch_dims)
+  uops = lw.lower()
+  pad = lambda xs: tuple(xs + [1] * (3 - len(xs))) if len(xs) <= 3 else tuple(xs)
+  return uops, pad(lw.global_size), pad(lw.local_size)

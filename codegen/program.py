@@ -22,15 +22,17 @@ def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> 
   if opts is None: hand_coded_optimizations(k)
   else:
     for opt in opts: k.apply_opt(opt)
-  uops = lower(k, renderer.splits_across_cores)
+  uops, launch_global, launch_local = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
   name = k.name
   if DEBUG >= 6: print_linear(uops)
   src = renderer.render(name, uops)
   flops, mem = estimate(uops)
   user_vars = [u for u in uops if u.op is Ops.DEFINE_VAR and u.arg[0] not in CORE_VARS]
-  global_axes = [i for i, t in enumerate(k.axis_types) if t.name == "GLOBAL"]
-  size0 = k.full_shape[global_axes[0]] if global_axes else 1
+  if renderer.launch_dims: global_size, local_size = launch_global, launch_local
+  else:  # CPU: the outer loop's trip count, which the runtime splits across threads
+    global_axes = [i for i, t in enumerate(k.axis_types) if t.name == "GLOBAL"]
+    global_size, local_size = (k.full_shape[global_axes[0]] if global_axes else 1, 1, 1), None
   outs = [s.src[0].arg for s in ast.src]
   ins = sorted({u.src[0].arg for u in ast.toposort() if u.op is Ops.LOAD})
-  return ProgramSpec(name, src, renderer.device, uops, (size0, 1, 1), None, [g.arg for g in k.globals], user_vars, outs, ins,
+  return ProgramSpec(name, src, renderer.device, uops, global_size, local_size, [g.arg for g in k.globals], user_vars, outs, ins,
                      list(k.applied_opts), flops, mem)

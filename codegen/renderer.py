@@ -7,8 +7,9 @@ from ir.dtype import dtypes
 
 class Renderer:
   device: str = ""
-  has_local: bool = False          # workgroups with shared memory (GPUs)
+  has_local: bool = False            # workgroups with shared memory (GPUs)
   splits_across_cores: bool = False  # the first global loop is split into [core_start, core_end) chunks (CPU)
+  launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
 
 @dataclass

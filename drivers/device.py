@@ -98,6 +98,7 @@ class Buffer:
     src = memoryview(src).cast("B")
     if src.nbytes != self.nbytes: raise ValueError(f"copyin of {src.nbytes} bytes into a {self.nbytes}-byte buffer")
     self.ensure_allocated()
+    Device[self.device].synchronize()  # queued work may still read this memory
     Device[self.device].allocator.copyin(self._buf, src)
     return self
   def copyout(self, dest: memoryview) -> memoryview:
@@ -130,7 +131,7 @@ class DeviceUnavailable(RuntimeError): pass
 # name -> "module:Class"; None where tg has no driver yet
 DRIVERS: dict[str, str | None] = {
   "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": None, "NV": None, "CUDA": None, "QCOM": None, "CL": None,
-  "DSP": None, "WEBGPU": None, "PYTHON": None, "NULL": None, "DISK": "drivers.disk:DiskDevice"}
+  "DSP": None, "WEBGPU": None, "PYTHON": "drivers.python:PythonDevice", "NULL": "drivers.null:NullDevice", "DISK": "drivers.disk:DiskDevice"}
 DEFAULT_ORDER = ("METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU")
 
 class _Device:

@@ -1,6 +1,9 @@
-"""The one place that talks to the operating system: libc through cffi (memory mappings for now)."""
+"""The one place that talks to the operating system: libc through cffi. Drivers reach devices only through a
+`System` (open, ioctl, mmap, sysfs, PCI enumeration); `system_for("MOCK")` gives the software model instead
+(drivers/mock), so the same driver code runs against a model of the kernel interface and the GPU."""
 from __future__ import annotations
-import os
+import os, pathlib
+from dataclasses import dataclass
 import cffi
 
 ffi = cffi.FFI()
@@ -10,6 +13,7 @@ int munmap(void *addr, size_t length);
 int mprotect(void *addr, size_t len, int prot);
 void *dlopen(const char *filename, int flags);
 void *dlsym(void *handle, const char *symbol);
+int ioctl(int fd, unsigned long request, void *arg);
 """)
 libc = ffi.dlopen(None)
 
@@ -51,3 +55,61 @@ def find_symbol(name: str, libraries: tuple[str | None, ...] = (None, "libm.so.6
     if _libraries[lib] is not None and (addr := libc.dlsym(_libraries[lib], name.encode())) != ffi.NULL:
       return int(ffi.cast("uintptr_t", addr))
   return None
+
+# ---------------- ioctl numbers (asm-generic/ioctl.h: dir 2 bits, size 14, type 8, number 8) ----------------
+
+IOC_NONE, IOC_WRITE, IOC_READ = 0, 1, 2
+def IOC(direction: int, kind: str | int, nr: int, size: int) -> int:
+  kind = ord(kind) if isinstance(kind, str) else kind
+  return (direction << 30) | (size << 16) | (kind << 8) | nr
+def IO(kind, nr: int) -> int: return IOC(IOC_NONE, kind, nr, 0)
+def IOR(kind, nr: int, size: int) -> int: return IOC(IOC_READ, kind, nr, size)
+def IOW(kind, nr: int, size: int) -> int: return IOC(IOC_WRITE, kind, nr, size)
+def IOWR(kind, nr: int, size: int) -> int: return IOC(IOC_READ | IOC_WRITE, kind, nr, size)
+
+# ---------------- the seam ----------------
+
+@dataclass(frozen=True)
+class PCIDevice:
+  address: str      # "0000:01:00.0"
+  vendor: int
+  device: int
+  pci_class: int
+
+class System:
+  """The operating system as drivers see it (the real one: libc and sysfs)."""
+  def open(self, path: str, flags: int = os.O_RDWR) -> int:
+    try: return os.open(path, flags | os.O_CLOEXEC)
+    except OSError as e: raise OSError(e.errno, f"can't open {path}: {os.strerror(e.errno)}") from None
+  def close(self, fd: int) -> None: os.close(fd)
+  def ioctl(self, fd: int, name: str, request: int, arg) -> int:
+    """ioctl(fd, request, arg); OSError naming the request and errno on failure."""
+    ret = libc.ioctl(fd, request, ffi.cast("void*", arg) if not isinstance(arg, ffi.CData) or ffi.typeof(arg).kind != "pointer" else arg)
+    if ret < 0:
+      err = ffi.errno
+      raise OSError(err, f"ioctl {name} ({request:#x}) failed: {os.strerror(err)} (errno {err})")
+    return ret
+  def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
+    return _check(int(ffi.cast("uintptr_t", libc.mmap(ffi.cast("void*", addr), size, prot, flags, fd, offset))), f"mmap of {size} bytes at offset {offset:#x}")
+  def munmap(self, addr: int, size: int) -> None: munmap(addr, size)
+  def read_text(self, path: str) -> str: return pathlib.Path(path).read_text()
+  def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
+  def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
+    """PCI functions from sysfs, optionally only one vendor's."""
+    out = []
+    for addr in self.listdir("/sys/bus/pci/devices"):
+      base = f"/sys/bus/pci/devices/{addr}"
+      try: dev = PCIDevice(addr, int(self.read_text(f"{base}/vendor"), 16), int(self.read_text(f"{base}/device"), 16), int(self.read_text(f"{base}/class"), 16))
+      except (OSError, ValueError): continue
+      if vendor is None or dev.vendor == vendor: out.append(dev)
+    return out
+
+real_system = System()
+
+def system_for(interface: str) -> System:
+  """The System a driver uses for a DEV interface: "" for the real one, "MOCK" for the software models."""
+  if interface in ("", "PCI"): return real_system
+  if interface == "MOCK":
+    from drivers.mock import mock_system
+    return mock_system
+  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, PCI)")

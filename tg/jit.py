@@ -57,8 +57,8 @@ class GraphBatch:
   def __init__(self, items: list[ExecItem], slots: dict[int, int]):
     self.items = items
     dev = Device[items[0].runner.device]
-    self.graph = dev.graph([(ei.runner.prg, ei.bufs, tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars), ei.runner.spec.global_size[0])
-                            for ei in items], slots)
+    self.graph = dev.graph([(ei.runner.prg, ei.bufs, tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars), ei.runner.spec.global_size,
+                             ei.runner.spec.local_size) for ei in items], slots)
   def run(self, inputs: list[Buffer]) -> None:
     st = time.perf_counter()
     self.graph(inputs)

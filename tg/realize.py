@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from ir.ops import Ops
-from ir.switches import CAPTURING, DEBUG, NOOPT
+from ir.switches import CAPTURING, DEBUG, NOOPT, PROFILE
 from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
@@ -35,8 +35,10 @@ class CompiledRunner:
     self.first_run = True
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], jit: bool = False) -> float:
+    """Run once; timed (waiting for the device) only at DEBUG>=2 or with PROFILE."""
     vals = tuple(var_vals[v.arg[0]] for v in self.spec.vars)
-    et = self.prg(*[b._buf for b in bufs], global_size=self.spec.global_size, local_size=self.spec.local_size, vals=vals, wait=True)
+    et = self.prg(*[b._buf for b in bufs], global_size=self.spec.global_size, local_size=self.spec.local_size, vals=vals,
+                  wait=DEBUG >= 2 or bool(PROFILE)) or 0.0
     self.record(et, len(bufs), jit)
     return et
 

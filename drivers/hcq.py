@@ -1,0 +1,232 @@
+"""Hardware command queues (HCQ): what every queue-based device shares. A device has engines (compute, copy) that run
+queues of commands in order; signals are 64-bit values (plus the time they were written) in memory the engines can
+see; a device's timeline signal orders everything submitted to it. Vendor drivers encode the same commands as their
+packet formats; the software engine here runs them on worker threads (CPU and PYTHON devices).
+
+A queue is built once and can be submitted many times: any word may be a UOp (an integer expression of Variables,
+such as a signal value) or a PatchSlot (an object such as an input buffer), filled in from `var_vals` at submit."""
+from __future__ import annotations
+import atexit, json, os, queue, tempfile, threading, time
+from dataclasses import dataclass
+from typing import Any, Callable
+import numpy as np
+from ir.switches import DEBUG, PROFILE, getenv
+from ir.uop import UOp, sym_infer
+from drivers.device import Compiled
+
+WAIT_TIMEOUT_MS = getenv("HCQDEV_WAIT_TIMEOUT_MS", 30000)
+
+class HCQTimeoutError(RuntimeError): pass
+
+class HCQSignal:
+  """value (u64) and timestamp (u64, microseconds) at `mem` (16 bytes the device can write)."""
+  def __init__(self, mem: np.ndarray, owner: str, name: str = "signal"):
+    assert mem.dtype == np.uint64 and mem.size >= 2
+    self.mem, self.owner, self.name = mem, owner, name
+  def __repr__(self) -> str: return f"<{self.name} of {self.owner} = {self.value}>"
+  @property
+  def value(self) -> int: return int(self.mem[0])
+  @value.setter
+  def value(self, v: int) -> None: self.mem[0] = v
+  @property
+  def timestamp(self) -> float: return float(self.mem[1])
+  def stamp(self) -> None: self.mem[1] = int(time.perf_counter() * 1e6)
+  def wait(self, value: int, timeout_ms: int | None = None) -> None:
+    """Block until value >= `value`; HCQTimeoutError naming the device, signal and the value seen."""
+    timeout_ms = WAIT_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    deadline = time.perf_counter() + timeout_ms / 1000
+    spins = 0
+    while self.mem[0] < value:
+      spins += 1
+      if spins > 1000: time.sleep(50e-6)
+      if time.perf_counter() > deadline:
+        raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")
+
+@dataclass(frozen=True)
+class PatchSlot:
+  """A queue word filled in at submit from var_vals[name] (used for objects, e.g. an input buffer)."""
+  name: str
+
+class HWQueue:
+  """A list of commands: `wait`, `signal`, `timestamp`, `exec`, `copy`, `memory_barrier`; `submit` runs it."""
+  def __init__(self):
+    self._q: list[Any] = []
+    self._patches: list[tuple[int, UOp | PatchSlot]] = []
+    self._bound: Any = None
+  def q(self, *words: Any) -> HWQueue:
+    for w in words:
+      if isinstance(w, (UOp, PatchSlot)): self._patches.append((len(self._q), w))
+      self._q.append(w)
+    return self
+  def resolved(self, var_vals: dict[str, Any] | None = None) -> list[Any]:
+    """The words with every patch filled in."""
+    if not self._patches: return self._q
+    words = list(self._q)
+    for at, p in self._patches: words[at] = var_vals[p.name] if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
+    return words
+  def bind(self, dev: HCQCompiled) -> HWQueue:
+    """Keep this queue's commands on the device so that submitting it again only patches words."""
+    self._bound = dev
+    return self
+  def submit(self, dev: HCQCompiled, var_vals: dict[str, Any] | None = None) -> HWQueue:
+    dev.submissions += 1
+    self._submit(dev, self.resolved(var_vals))
+    return self
+  def _submit(self, dev: HCQCompiled, words: list[Any]) -> None: raise NotImplementedError
+  # the commands, encoded by each engine's format
+  def wait(self, signal: HCQSignal, value: int | UOp) -> HWQueue: raise NotImplementedError
+  def signal(self, signal: HCQSignal, value: int | UOp) -> HWQueue: raise NotImplementedError
+  def timestamp(self, signal: HCQSignal) -> HWQueue: raise NotImplementedError
+  def memory_barrier(self) -> HWQueue: raise NotImplementedError
+  def exec(self, prg: Any, args: list, global_size, local_size) -> HWQueue: raise NotImplementedError
+  def copy(self, dest: Any, src: Any, nbytes: int) -> HWQueue: raise NotImplementedError
+
+# ---------------- the software engine (CPU, PYTHON) ----------------
+
+class SoftwareEngine:
+  """One engine: a worker thread that runs submitted command lists in order. The queue of pending submissions is
+  bounded, so a submitter waits for space instead of overwriting."""
+  def __init__(self, dev: HCQCompiled, name: str, depth: int = 256):
+    self.dev, self.name = dev, name
+    self.pending: queue.Queue = queue.Queue(maxsize=depth)
+    threading.Thread(target=self._loop, name=f"tg-{dev.device}-{name}", daemon=True).start()
+  def submit(self, words: list[Any]) -> None: self.pending.put(words)
+  def _loop(self) -> None:
+    while True:
+      words = self.pending.get()
+      try: self._run(words)
+      except Exception as e:  # a failed command list stops here; the device reports it at its next synchronize
+        self.dev.error = f"{self.dev.device} {self.name} engine: {type(e).__name__}: {e}"
+  def _run(self, words: list[Any]) -> None:
+    i = 0
+    while i < len(words):
+      cmd = words[i]
+      if cmd == "wait":
+        words[i + 1].wait(words[i + 2])
+        i += 3
+      elif cmd == "signal":
+        sig, value = words[i + 1], words[i + 2]
+        sig.stamp()
+        sig.value = value
+        i += 3
+      elif cmd == "timestamp":
+        words[i + 1].stamp()
+        i += 2
+      elif cmd == "exec":
+        prg, nargs = words[i + 1], words[i + 2]
+        prg.execute(words[i + 3:i + 3 + nargs], words[i + 3 + nargs], words[i + 4 + nargs])
+        i += 5 + nargs
+      elif cmd == "copy":
+        dest, src = words[i + 1], words[i + 2]
+        dest[:words[i + 3]] = src[:words[i + 3]]
+        i += 4
+      elif cmd == "barrier": i += 1
+      else: raise RuntimeError(f"unknown command {cmd!r} at word {i}")
+
+class SoftwareQueue(HWQueue):
+  """Commands as Python words for a SoftwareEngine: ("exec", program, n, *args, global, local), ("copy", dst, src, n)..."""
+  engine = "compute"
+  def wait(self, signal, value): return self.q("wait", signal, value)
+  def signal(self, signal, value): return self.q("signal", signal, value)
+  def timestamp(self, signal): return self.q("timestamp", signal)
+  def memory_barrier(self): return self.q("barrier")
+  def exec(self, prg, args, global_size, local_size): return self.q("exec", prg, len(args), *args, tuple(global_size), tuple(local_size or (1, 1, 1)))
+  def copy(self, dest, src, nbytes): return self.q("copy", dest, src, nbytes)
+  def _submit(self, dev, words): dev.engines[self.engine].submit(list(words))
+
+class SoftwareCopyQueue(SoftwareQueue): engine = "copy"
+
+# ---------------- devices, programs, profiling ----------------
+
+@dataclass(frozen=True)
+class ProfileEvent:
+  device: str
+  name: str
+  start_us: float
+  end_us: float
+
+profile_events: list[ProfileEvent] = []
+
+def _write_profile() -> None:
+  """At exit (PROFILE>=1): every recorded kernel and copy as a Chrome trace (chrome://tracing, Perfetto)."""
+  if not profile_events: return
+  path = os.path.join(tempfile.gettempdir(), "tg_profile.json")
+  trace = [{"name": e.name, "ph": "X", "ts": e.start_us, "dur": e.end_us - e.start_us, "pid": e.device, "tid": 0} for e in profile_events]
+  with open(path, "w") as f: json.dump({"traceEvents": trace}, f)
+  if DEBUG >= 1: print(f"profile of {len(profile_events)} events written to {path}")
+atexit.register(_write_profile)
+
+class HCQCompiled(Compiled):
+  """A device driven by command queues: a timeline signal orders submissions; synchronize waits for the last one."""
+  def __init__(self, device: str, allocator, renderer, compiler, runtime: Callable, compute_queue: type[HWQueue],
+               copy_queue: type[HWQueue] | None = None):
+    super().__init__(device, allocator, renderer, compiler, runtime, graph=HCQGraph)
+    self.compute_queue_t, self.copy_queue_t = compute_queue, copy_queue
+    self.signal_pool = np.zeros(2 * 4096, dtype=np.uint64)
+    self._next_signal = 0
+    self.timeline_signal, self.timeline_value = self.new_signal("timeline"), 1
+    self.submissions, self.error = 0, None
+    self._timing = [self.new_signal(f"timing{i}") for i in range(64)]  # a ring: read right after their kernel
+    self._timing_at = 0
+  def new_signal(self, name: str = "signal", value: int = 0) -> HCQSignal:
+    if self._next_signal >= len(self.signal_pool) // 2: raise RuntimeError(f"{self.device}: out of signals")
+    sig = HCQSignal(self.signal_pool[2 * self._next_signal:2 * self._next_signal + 2], self.device, name)
+    self._next_signal += 1
+    sig.value = value
+    return sig
+  def new_timing_signal(self) -> HCQSignal:
+    self._timing_at = (self._timing_at + 1) % len(self._timing)
+    return self._timing[self._timing_at]
+  def compute_queue(self) -> HWQueue: return self.compute_queue_t()
+  def copy_queue(self) -> HWQueue: return (self.copy_queue_t or self.compute_queue_t)()
+  def next_timeline(self) -> int:
+    self.timeline_value += 1
+    return self.timeline_value - 1
+  def synchronize(self, timeout_ms: int | None = None) -> None:
+    """Wait for everything submitted; an engine error or a timeout raises (and the device stays usable)."""
+    try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms)
+    except HCQTimeoutError:
+      err, self.error = self.error, None
+      self.timeline_signal.value = self.timeline_value - 1  # give up on the lost work so the device can go on
+      raise HCQTimeoutError(f"{err}" if err else f"{self.device}: timeline is stuck before {self.timeline_value - 1}") from None
+    if self.error is not None:
+      err, self.error = self.error, None
+      raise RuntimeError(err)
+
+class HCQProgram:
+  """A compiled kernel on an HCQ device: each call is wait(timeline) -> exec -> signal(timeline) on the compute queue."""
+  def __init__(self, dev: HCQCompiled, name: str):
+    self.dev, self.name = dev, name
+  def execute(self, args: list, global_size, local_size) -> None: raise NotImplementedError
+  def kernel_args(self, bufs: tuple, vals: tuple) -> list: return [*bufs, *vals]
+  def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
+    dev = self.dev
+    timed = wait or PROFILE
+    q = dev.compute_queue().wait(dev.timeline_signal, dev.timeline_value - 1).memory_barrier()
+    if timed:
+      start, end = dev.new_timing_signal(), dev.new_timing_signal()
+      q.timestamp(start)
+    q.exec(self, self.kernel_args(bufs, vals), global_size, local_size)
+    if timed: q.timestamp(end)
+    q.signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    if not timed: return None
+    dev.synchronize()
+    if PROFILE: profile_events.append(ProfileEvent(dev.device, self.name, start.timestamp, end.timestamp))
+    return max(end.timestamp - start.timestamp, 0.0) / 1e6
+
+class HCQGraph:
+  """A TinyJit batch as one command buffer per device, built once: the compute queue waits for the timeline,
+  runs every kernel, and signals the timeline. Input buffers are patch slots, so a replay patches and submits."""
+  def __init__(self, calls: list[tuple[HCQProgram, list, tuple[int, ...], tuple, tuple | None]], input_slots: dict[int, int]):
+    self.dev: HCQCompiled = calls[0][0].dev
+    self.start, self.end = UOp.variable("graph_start", 0, 2**62), UOp.variable("graph_end", 0, 2**62)
+    q = self.dev.compute_queue().wait(self.dev.timeline_signal, self.start).memory_barrier()
+    for prg, bufs, vals, global_size, local_size in calls:
+      args = [PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf for b in bufs]
+      q.exec(prg, prg.kernel_args(tuple(args), vals), global_size, local_size)
+    self.queue = q.signal(self.dev.timeline_signal, self.end).bind(self.dev)
+  def __call__(self, inputs: list) -> None:
+    var_vals: dict[str, Any] = {f"input{k}": b._buf for k, b in enumerate(inputs)}
+    var_vals["graph_start"] = self.dev.timeline_value - 1
+    var_vals["graph_end"] = self.dev.next_timeline()
+    self.queue.submit(self.dev, var_vals)

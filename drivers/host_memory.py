@@ -1,0 +1,16 @@
+"""Host memory for devices whose kernels run in this process (CPU, PYTHON, NULL): 64-byte aligned numpy byte arrays;
+a sub-buffer is a slice of its base."""
+from __future__ import annotations
+import numpy as np
+from drivers.device import LRUAllocator
+
+ALIGN = 64  # bytes: the widest vector register (AVX-512)
+
+class HostAllocator(LRUAllocator):
+  def _alloc(self, size: int, options=None) -> np.ndarray:
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + size]
+  def offset(self, opaque: np.ndarray, size: int, offset: int) -> np.ndarray: return opaque[offset:offset + size]
+  def copyin(self, dest: np.ndarray, src: memoryview) -> None: dest[:] = np.frombuffer(src, dtype=np.uint8)
+  def copyout(self, dest: memoryview, src: np.ndarray) -> None: np.frombuffer(dest, dtype=np.uint8)[:] = src

@@ -1,0 +1,50 @@
+"""The MOCK interface: a System whose device files are software models. A vendor model registers the paths it
+serves (`register(prefix, model)`); opening such a path gives a file descriptor whose ioctls and mmaps go to the
+model, which also plays the GPU's command processor. Everything else behaves like a missing device."""
+from __future__ import annotations
+import errno, os
+from typing import Any
+from drivers.system import PCIDevice, System, mmap_anonymous
+
+class DeviceModel:
+  """A model of one kernel interface (and the hardware behind it). Subclasses override what their driver uses."""
+  pci: list[PCIDevice] = []
+  def open(self, path: str) -> Any: return path
+  def close(self, handle: Any) -> None: pass
+  def ioctl(self, handle: Any, name: str, request: int, arg) -> int: raise OSError(errno.ENOTTY, f"ioctl {name} ({request:#x}): not modelled")
+  def mmap(self, handle: Any, addr: int, size: int, prot: int, flags: int, offset: int) -> int: return mmap_anonymous(size)
+
+class MockSystem(System):
+  def __init__(self):
+    self.models: dict[str, DeviceModel] = {}
+    self.files: dict[int, tuple[DeviceModel, Any]] = {}
+    self._next_fd = 1 << 20  # far from real descriptors
+  def register(self, prefix: str, model: DeviceModel) -> None: self.models[prefix] = model
+  def _model(self, path: str) -> DeviceModel:
+    for prefix, model in self.models.items():
+      if path.startswith(prefix): return model
+    raise OSError(errno.ENOENT, f"can't open {path}: no such device in the mock system")
+  def open(self, path: str, flags: int = os.O_RDWR) -> int:
+    model = self._model(path)
+    fd, self._next_fd = self._next_fd, self._next_fd + 1
+    self.files[fd] = (model, model.open(path))
+    return fd
+  def close(self, fd: int) -> None:
+    model, handle = self.files.pop(fd)
+    model.close(handle)
+  def _file(self, fd: int) -> tuple[DeviceModel, Any]:
+    if fd not in self.files: raise OSError(errno.EBADF, f"bad file descriptor {fd}")
+    return self.files[fd]
+  def ioctl(self, fd: int, name: str, request: int, arg) -> int:
+    model, handle = self._file(fd)
+    return model.ioctl(handle, name, request, arg)
+  def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
+    if fd == -1: return mmap_anonymous(size, prot)
+    model, handle = self._file(fd)
+    return model.mmap(handle, addr, size, prot, flags, offset)
+  def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
+    return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
+  def read_text(self, path: str) -> str: raise OSError(errno.ENOENT, f"{path}: not modelled")
+  def listdir(self, path: str) -> list[str]: return []
+
+mock_system = MockSystem()

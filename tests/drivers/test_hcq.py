@@ -1,0 +1,120 @@
+"""The HCQ machinery on the software engines of CPU and PYTHON: queue ordering, copies, patching, timeouts,
+timestamps, bounded submission, PROFILE, and a TinyJit replay as one command buffer."""
+import threading, time
+import numpy as np
+import pytest
+from ir.dtype import dtypes
+from ir.uop import UOp
+from ir.switches import Context
+from drivers.device import Buffer, Device
+from drivers.hcq import HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
+
+DEVICES = ["CPU", "PYTHON"]
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_wait_on_another_queue_orders_execution(name):
+  dev = Device[name]
+  gate, done = dev.new_signal("gate"), dev.new_signal("done")
+  dev.compute_queue().wait(gate, 1).signal(done, 7).submit(dev)
+  time.sleep(0.05)
+  assert done.value == 0, "the compute queue must wait for the gate"
+  dev.copy_queue().signal(gate, 1).submit(dev)
+  done.wait(7, timeout_ms=2000)
+  assert done.value == 7 and done.timestamp >= gate.timestamp
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_copy_queue_round_trip(name):
+  dev = Device[name]
+  src, mid, dst = (Buffer(name, 64, dtypes.int32).ensure_allocated() for _ in range(3))
+  src.copyin(memoryview(np.arange(64, dtype=np.int32)))
+  sig = dev.new_signal()
+  dev.copy_queue().copy(mid._buf, src._buf, 256).signal(sig, 1).submit(dev)
+  dev.copy_queue().wait(sig, 1).copy(dst._buf, mid._buf, 256).signal(sig, 2).submit(dev)
+  sig.wait(2, timeout_ms=2000)
+  assert np.frombuffer(dst.as_bytes(), np.int32).tolist() == list(range(64))
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_patching_between_submits(name):
+  dev = Device[name]
+  sig = dev.new_signal()
+  v = UOp.variable("v", 0, 1000)
+  q = dev.compute_queue().signal(sig, v * 2 + 1).bind(dev)
+  for value in (3, 10, 250):
+    q.submit(dev, {"v": value})
+    dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    dev.synchronize()
+    assert sig.value == value * 2 + 1
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_kernel_arguments_patched_between_submits(name):
+  from tg import Tensor
+  dev = Device[name]
+  from tg.realize import get_runner
+  a = Tensor(np.arange(8, dtype=np.float32), device=name).realize()
+  (item,) = (a * 3).schedule()
+  runner = get_runner(name, item.ast)  # out[i] = in[i] * 3
+  out = Buffer(name, 8, dtypes.float32).ensure_allocated()
+  ins = [Buffer(name, 8, dtypes.float32).copyin(memoryview(np.full(8, k, np.float32))) for k in (1.0, 5.0)]
+  q = dev.compute_queue().exec(runner.prg, runner.prg.kernel_args((out._buf, PatchSlot("src")), ()), runner.spec.global_size, runner.spec.local_size)
+  for k, buf in zip((1.0, 5.0), ins):
+    q.submit(dev, {"src": buf._buf})
+    dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    assert np.frombuffer(out.as_bytes(), np.float32).tolist() == [k * 3] * 8
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_timeout_names_signal_and_device_stays_usable(name):
+  dev = Device[name]
+  never = dev.new_signal("never")
+  with pytest.raises(HCQTimeoutError, match=rf"{name}: never is 0, waited 50 ms for 1"): never.wait(1, timeout_ms=50)
+  dev.compute_queue().wait(never, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with pytest.raises(HCQTimeoutError): dev.synchronize(timeout_ms=100)
+  never.value = 1  # let the stuck engine finish its queue
+  from tg import Tensor
+  assert (Tensor([1.0, 2.0], device=name) * 2).tolist() == [2.0, 4.0]
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_timestamps_increase(name):
+  dev = Device[name]
+  sigs = [dev.new_signal() for _ in range(3)]
+  q = dev.compute_queue()
+  for s in sigs: q.timestamp(s)
+  q.signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  ts = [s.timestamp for s in sigs]
+  assert ts[0] > 0 and ts == sorted(ts)
+
+def test_bounded_submission_waits_for_space():
+  dev = Device["CPU"]
+  engine = SoftwareEngine(dev, "test", depth=2)
+  gate, seen = dev.new_signal("gate"), dev.new_signal("seen")
+  engine.submit(["wait", gate, 1])
+  engine.submit(["signal", seen, 1])
+  engine.submit(["signal", seen, 2])  # the engine holds one, two wait in the queue: full
+  submitted = threading.Event()
+  t = threading.Thread(target=lambda: (engine.submit(["signal", seen, 3]), submitted.set()))
+  t.start()
+  assert not submitted.wait(0.1), "a full queue makes the submitter wait"
+  gate.value = 1
+  assert submitted.wait(2)
+  seen.wait(3, timeout_ms=2000)
+
+def test_profile_records_kernels(tmp_path):
+  from tg import Tensor
+  before = len(profile_events)
+  with Context(PROFILE=1): (Tensor.ones(16, device="CPU").contiguous() + 1).realize()
+  new = profile_events[before:]
+  assert new and all(e.end_us >= e.start_us and e.device == "CPU" for e in new)
+
+def test_jit_replay_is_one_command_buffer():
+  from tg import Tensor, TinyJit
+  dev = Device["CPU"]
+  @TinyJit
+  def step(x):
+    y = (x + 1).contiguous()
+    z = (y * y).contiguous()
+    return (z - x).sum()
+  for i in range(5):
+    before = dev.submissions
+    out = step(Tensor(np.full(32, float(i), np.float32)))
+    assert out.item() == 32 * ((i + 1) ** 2 - i)
+    if i >= 2: assert dev.submissions - before == 1, "a replay submits one prebuilt queue"

@@ -1,0 +1,62 @@
+"""The OS seam: ioctl errors name the request, PCI enumeration reads sysfs, and the MOCK interface routes device
+files to software models."""
+import errno, os
+import pytest
+from drivers.amd import kfd
+from drivers.mock import DeviceModel, MockSystem
+from drivers.system import IOR, IOWR, PCIDevice, System, ffi, real_system, system_for
+
+def test_ioctl_numbers_follow_the_kernel_encoding():
+  assert IOR("K", 0x01, 8) == 0x80084B01 and IOWR("K", 0x02, 88) == 0xC0584B02
+
+def test_ioctl_failure_names_request_and_errno():
+  fd = real_system.open("/dev/null")
+  try:
+    args = kfd.ffi.new("struct kfd_ioctl_get_version_args*")
+    with pytest.raises(OSError, match=r"AMDKFD_IOC_GET_VERSION \(0x80084b01\) failed: .*errno 25") as e:
+      real_system.ioctl(fd, "AMDKFD_IOC_GET_VERSION", kfd.IOCTLS["AMDKFD_IOC_GET_VERSION"], args)
+    assert e.value.errno == errno.ENOTTY
+  finally: real_system.close(fd)
+
+def test_open_failure_names_path():
+  with pytest.raises(OSError, match="/dev/nvidia-does-not-exist"): real_system.open("/dev/nvidia-does-not-exist")
+
+def test_pci_enumeration_reads_sysfs():
+  devices = real_system.pci_devices()
+  if not os.path.isdir("/sys/bus/pci/devices") or not devices: pytest.skip("no PCI devices visible")
+  d = devices[0]
+  assert len(d.address.split(":")) == 3
+  assert int(open(f"/sys/bus/pci/devices/{d.address}/vendor").read(), 16) == d.vendor
+  assert all(x.vendor == d.vendor for x in real_system.pci_devices(vendor=d.vendor))
+
+class EchoModel(DeviceModel):
+  """A toy kernel interface: ioctl 1 doubles the u32 it is given; its PCI function is 10de:2335."""
+  pci = [PCIDevice("0000:05:00.0", 0x10DE, 0x2335, 0x030200)]
+  def __init__(self): self.opened = []
+  def open(self, path): self.opened.append(path); return path
+  def ioctl(self, handle, name, request, arg):
+    if request != 1: return super().ioctl(handle, name, request, arg)
+    p = ffi.cast("uint32_t*", arg)
+    p[0] *= 2
+    return 0
+
+def test_mock_system_routes_to_models():
+  system = MockSystem()
+  model = EchoModel()
+  system.register("/dev/echo", model)
+  fd = system.open("/dev/echo0")
+  value = ffi.new("uint32_t*", 21)
+  system.ioctl(fd, "ECHO", 1, value)
+  assert value[0] == 42 and model.opened == ["/dev/echo0"]
+  with pytest.raises(OSError, match="ioctl OTHER"): system.ioctl(fd, "OTHER", 2, value)
+  with pytest.raises(OSError, match="no such device"): system.open("/dev/nvidiactl")
+  assert system.pci_devices(vendor=0x10DE) == EchoModel.pci and system.pci_devices(vendor=0x1002) == []
+  mem = system.mmap(0, 4096, 3, 0x22, fd, 0)
+  assert mem != 0
+  system.close(fd)
+  with pytest.raises(OSError, match="bad file descriptor"): system.ioctl(fd, "ECHO", 1, value)
+
+def test_system_for_interfaces():
+  assert system_for("") is real_system and isinstance(system_for("MOCK"), MockSystem)
+  with pytest.raises(ValueError, match="'USBX'"): system_for("USBX")
+  assert isinstance(real_system, System)
