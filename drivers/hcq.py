@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 from ir.switches import DEBUG, PROFILE, getenv
 from ir.uop import UOp, sym_infer
-from drivers.device import Compiled
+from drivers.device import Compiled, Device
 
 WAIT_TIMEOUT_MS = getenv("HCQDEV_WAIT_TIMEOUT_MS", 30000)
 
@@ -182,6 +182,18 @@ class HCQCompiled(Compiled):
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
+  def transfer(self, dest: Any, src: Any, nbytes: int, src_dev: HCQCompiled) -> None:
+    """Copy between two host-memory HCQ devices on this (the destination) device's copy engine, after both
+    devices' earlier work."""
+    q = self.copy_queue().wait(src_dev.timeline_signal, src_dev.timeline_value - 1).wait(self.timeline_signal, self.timeline_value - 1)
+    if PROFILE:
+      start, end = self.new_timing_signal(), self.new_timing_signal()
+      q.timestamp(start).copy(dest, src, nbytes).timestamp(end)
+    else: q.copy(dest, src, nbytes)
+    q.signal(self.timeline_signal, self.next_timeline()).submit(self)
+    if PROFILE:
+      self.synchronize()
+      profile_events.append(ProfileEvent(self.device, f"copy {nbytes} B {src_dev.device} -> {self.device}", start.timestamp, end.timestamp))
   def synchronize(self, timeout_ms: int | None = None) -> None:
     """Wait for everything submitted; an engine error or a timeout raises (and the device stays usable)."""
     try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms)
@@ -215,18 +227,37 @@ class HCQProgram:
     return max(end.timestamp - start.timestamp, 0.0) / 1e6
 
 class HCQGraph:
-  """A TinyJit batch as one command buffer per device, built once: the compute queue waits for the timeline,
-  runs every kernel, and signals the timeline. Input buffers are patch slots, so a replay patches and submits."""
-  def __init__(self, calls: list[tuple[HCQProgram, list, tuple[int, ...], tuple, tuple | None]], input_slots: dict[int, int]):
-    self.dev: HCQCompiled = calls[0][0].dev
-    self.start, self.end = UOp.variable("graph_start", 0, 2**62), UOp.variable("graph_end", 0, 2**62)
-    q = self.dev.compute_queue().wait(self.dev.timeline_signal, self.start).memory_barrier()
-    for prg, bufs, vals, global_size, local_size in calls:
-      args = [PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf for b in bufs]
-      q.exec(prg, prg.kernel_args(tuple(args), vals), global_size, local_size)
-    self.queue = q.signal(self.dev.timeline_signal, self.end).bind(self.dev)
+  """A TinyJit batch as one prebuilt command buffer per device: each device's compute queue waits for its timeline,
+  runs its kernels (and the copies into its memory), waits for other devices' graph signals where it reads what they
+  wrote, and signals its timeline. Inputs are patch slots and signal values are offsets from a per-replay base, so
+  a replay patches and submits one queue per device."""
+  def __init__(self, items: list, input_slots: dict[int, int]):
+    dev_of = lambda ei: Device[ei.runner.device] if ei.runner is not None else Device[ei.bufs[0].device]
+    self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
+    self.base = UOp.variable("graph_base", 0, 2**62)
+    self.signals = {d: d.new_signal("graph") for d in self.devices}
+    self.queues = {d: d.compute_queue().wait(d.timeline_signal, UOp.variable(f"start_{i}", 0, 2**62)).memory_barrier() for i, d in enumerate(self.devices)}
+    count = {d: 0 for d in self.devices}
+    writer: dict[int, tuple[HCQCompiled, int]] = {}  # buffer -> (device, signal offset after its last write)
+    def arg(b): return PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf
+    for ei in items:
+      dev = dev_of(ei)
+      q = self.queues[dev]
+      for b in ei.bufs[1:]:
+        if (w := writer.get(id(b.base))) is not None and w[0] is not dev: q.wait(self.signals[w[0]], self.base + w[1])
+      if ei.runner is not None:
+        vals = tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars)
+        q.exec(ei.runner.prg, ei.runner.prg.kernel_args(tuple(arg(b) for b in ei.bufs), vals), ei.runner.spec.global_size, ei.runner.spec.local_size)
+      else: q.copy(arg(ei.bufs[0]), arg(ei.bufs[1]), ei.bufs[0].nbytes)
+      count[dev] += 1
+      q.signal(self.signals[dev], self.base + count[dev])
+      writer[id(ei.bufs[0].base)] = (dev, count[dev])
+    self.span = max(count.values()) + 1
+    for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62)).bind(d)
+    self.replays = 0
   def __call__(self, inputs: list) -> None:
     var_vals: dict[str, Any] = {f"input{k}": b._buf for k, b in enumerate(inputs)}
-    var_vals["graph_start"] = self.dev.timeline_value - 1
-    var_vals["graph_end"] = self.dev.next_timeline()
-    self.queue.submit(self.dev, var_vals)
+    var_vals["graph_base"] = self.replays * self.span
+    self.replays += 1
+    for i, d in enumerate(self.devices): var_vals[f"start_{i}"], var_vals[f"end_{i}"] = d.timeline_value - 1, d.next_timeline()
+    for d in self.devices: self.queues[d].submit(d, var_vals)

@@ -53,35 +53,41 @@ def _describe(t: Tensor) -> tuple[Buffer, InputInfo]:
   return buf, InputInfo(st, buf.size, t.dtype, t.device)
 
 class GraphBatch:
-  """Consecutive captured kernels of one device run through the device's graph executor."""
-  def __init__(self, items: list[ExecItem], slots: dict[int, int]):
-    self.items = items
-    dev = Device[items[0].runner.device]
-    self.graph = dev.graph([(ei.runner.prg, ei.bufs, tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars), ei.runner.spec.global_size,
-                             ei.runner.spec.local_size) for ei in items], slots)
+  """Consecutive captured calls run through their devices' graph executor (one command buffer per device)."""
+  def __init__(self, items: list[ExecItem], slots: dict[int, int], graph: type):
+    self.items, self.graph = items, graph(items, slots)
   def run(self, inputs: list[Buffer]) -> None:
     st = time.perf_counter()
     self.graph(inputs)
     et = time.perf_counter() - st
-    for ei in self.items: ei.runner.record(et / len(self.items), len(ei.bufs), jit=True, quiet=True)
-    if DEBUG >= 2: print(f"*** {self.items[0].runner.device[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} tm {et * 1e6:9.2f}us")
+    kernels = [ei for ei in self.items if ei.runner is not None]
+    for ei in kernels: ei.runner.record(et / len(kernels), len(ei.bufs), jit=True, quiet=True)
+    if DEBUG >= 2: print(f"*** {_device_of(self.items[0])[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} tm {et * 1e6:9.2f}us")
+
+def _device_of(ei: ExecItem) -> str: return ei.runner.device if ei.runner is not None else ei.bufs[0].device
+
+def _graph_of(ei: ExecItem) -> type | None:
+  """The graph executor that can run this call: its device's, and for a copy the one both devices share."""
+  graph = Device[_device_of(ei)].graph
+  if ei.runner is None and Device[ei.bufs[1].device].graph is not graph: return None
+  return graph
 
 def batch_into_graphs(items: list[ExecItem], slots: dict[int, int]) -> list[ExecItem | GraphBatch]:
-  """JIT=1: runs of consecutive kernels on a device with a graph executor become batches, the first at most
-  JIT_BATCH_SIZE kernels and each next one twice as many. JIT=2: no batches."""
+  """JIT=1: runs of consecutive calls that one graph executor can run become batches, the first at most
+  JIT_BATCH_SIZE calls and each next one twice as many. JIT=2: no batches."""
   if JIT.value >= 2: return list(items)
   steps: list[ExecItem | GraphBatch] = []
   batch: list[ExecItem] = []
   limit = max(JIT_BATCH_SIZE.value, 1)
   def flush():
     nonlocal limit
-    if len(batch) > 1: steps.append(GraphBatch(list(batch), slots)); limit *= 2
+    if len(batch) > 1: steps.append(GraphBatch(list(batch), slots, _graph_of(batch[0]))); limit *= 2
     else: steps.extend(batch)
     batch.clear()
   for ei in items:
-    graphable = ei.runner is not None and Device[ei.runner.device].graph is not None
-    if not graphable or (batch and batch[0].runner.device != ei.runner.device): flush()
-    if not graphable: steps.append(ei)
+    graph = _graph_of(ei)
+    if graph is None or (batch and _graph_of(batch[0]) is not graph): flush()
+    if graph is None: steps.append(ei)
     else:
       batch.append(ei)
       if len(batch) >= limit: flush()

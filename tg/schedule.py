@@ -125,6 +125,7 @@ class Scheduler:
         self.roots.discard(u)
         self.becomes[u] = u.src[0]
       if u.op is Ops.COPY and contiguous_region(u.src[0]) is None: self.roots.add(u.src[0])
+      if u.op is Ops.ASSIGN and u.src[1].op is Ops.COPY and contiguous_region(u.src[0]) is not None: self.roots.discard(u.src[1])
     for u in self.order:
       if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
       # padding read through overlapping windows (convolutions): store it once, so the windowed loads need no masks
@@ -193,6 +194,13 @@ class Scheduler:
     target, value = u.src
     if (tb := buffer_of(target)) is None: raise RuntimeError("ASSIGN target is not a realized buffer")
     buf, st = tb
+    if value.op is Ops.COPY and (dest := contiguous_region(target)) is not None and (src := contiguous_region(value.src[0])) is not None:
+      # a copy straight into the target's memory (the way to write a DISK tensor)
+      item = ScheduleItem(value, [dest, src])
+      item.writes_version = self.assign_version[u] = self.assigns_into[buf] = self.assigns_into.get(buf, 0) + 1
+      self.items.append(item)
+      self.becomes[u] = _resolve(target)
+      return
     item = self._build_kernel(u, buf, st, value)
     if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and (x.src[1].arg != st or len(x.src) > 2) for x in item.ast.toposort()):
       # the value reads the target at other places than the kernel writes: store the value first

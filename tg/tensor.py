@@ -70,7 +70,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   def _new(self, uop: UOp, *parents: Tensor) -> Tensor:
     """A tensor computed from self (and parents): it requires grad if any of them does."""
-    if uop.op not in MOVEMENT and uop.op is not Ops.BUFFER and isinstance(dev := uop.device, str) and dev.startswith("DISK"):
+    if uop.op not in MOVEMENT and uop.op not in (Ops.BUFFER, Ops.COPY, Ops.ASSIGN) and isinstance(dev := uop.device, str) and dev.startswith("DISK"):
       raise RuntimeError(f"{dev} stores data but can't compute ({uop.op.name}); copy it to a compute device first, e.g. .to(\"CPU\")")
     out = Tensor(uop)
     out.requires_grad = bool(self.requires_grad or any(p.requires_grad for p in parents))
@@ -165,7 +165,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if x.device != self.device: raise ValueError(f"assign across devices: {x.device} into {self.device}")
     if x.dtype != self.dtype: x = x.cast(self.dtype)
     x = x._broadcast_to(self.shape)
-    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)) if _is_realized(self.uop) else x.uop
+    self.uop = self._new(UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)), x).uop if _is_realized(self.uop) else x.uop
     return self
 
   # ---------------- broadcasting ----------------

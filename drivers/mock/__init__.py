@@ -3,8 +3,14 @@ serves (`register(prefix, model)`); opening such a path gives a file descriptor 
 model, which also plays the GPU's command processor. Everything else behaves like a missing device."""
 from __future__ import annotations
 import errno, os
+from dataclasses import dataclass
 from typing import Any
 from drivers.system import PCIDevice, System, mmap_anonymous
+
+@dataclass(frozen=True)
+class NewFile:
+  """What a model's ioctl returns to hand out a new file descriptor (e.g. VFIO_GROUP_GET_DEVICE_FD)."""
+  handle: Any
 
 class DeviceModel:
   """A model of one kernel interface (and the hardware behind it). Subclasses override what their driver uses."""
@@ -37,7 +43,12 @@ class MockSystem(System):
     return self.files[fd]
   def ioctl(self, fd: int, name: str, request: int, arg) -> int:
     model, handle = self._file(fd)
-    return model.ioctl(handle, name, request, arg)
+    ret = model.ioctl(handle, name, request, arg)
+    if isinstance(ret, NewFile):
+      new_fd, self._next_fd = self._next_fd, self._next_fd + 1
+      self.files[new_fd] = (model, ret.handle)
+      return new_fd
+    return ret
   def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
     if fd == -1: return mmap_anonymous(size, prot)
     model, handle = self._file(fd)

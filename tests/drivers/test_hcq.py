@@ -118,3 +118,23 @@ def test_jit_replay_is_one_command_buffer():
     out = step(Tensor(np.full(32, float(i), np.float32)))
     assert out.item() == 32 * ((i + 1) ** 2 - i)
     if i >= 2: assert dev.submissions - before == 1, "a replay submits one prebuilt queue"
+
+def test_multi_device_jit_waits_across_devices():
+  from tg import Tensor, TinyJit
+  cpu, py = Device["CPU"], Device["PYTHON"]
+  @TinyJit
+  def f(x):
+    y = (x * 2).contiguous()
+    w = (y.to("PYTHON") + 1).contiguous()
+    return w.to("CPU").sum()
+  for i in range(5):
+    before = (cpu.submissions, py.submissions)
+    assert f(Tensor(np.full(8, float(i), np.float32))).item() == 8 * (2 * i + 1)
+    if i >= 2: assert (cpu.submissions - before[0], py.submissions - before[1]) == (1, 1)
+
+def test_transfer_between_devices_on_copy_engine():
+  from tg import Tensor
+  x = Tensor(np.arange(6, dtype=np.float32), device="CPU")
+  before = Device["PYTHON"].submissions
+  y = x.to("PYTHON").realize()
+  assert Device["PYTHON"].submissions > before and y.tolist() == list(range(6))

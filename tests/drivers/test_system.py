@@ -60,3 +60,31 @@ def test_system_for_interfaces():
   assert system_for("") is real_system and isinstance(system_for("MOCK"), MockSystem)
   with pytest.raises(ValueError, match="'USBX'"): system_for("USBX")
   assert isinstance(real_system, System)
+
+class VFIOModel(DeviceModel):
+  """Just enough of vfio-pci for VFIODevice: one viable group, one device with a 4 KiB mappable BAR."""
+  def __init__(self): self.calls = []
+  def ioctl(self, handle, name, request, arg):
+    from drivers import vfio
+    from drivers.mock import NewFile
+    assert request == vfio.IOCTLS[name], name
+    self.calls.append(name)
+    if name == "VFIO_GROUP_GET_STATUS": vfio.ffi.cast("struct vfio_group_status*", arg).flags = vfio.VFIO_GROUP_FLAGS_VIABLE
+    elif name == "VFIO_GROUP_GET_DEVICE_FD": return NewFile(("device", vfio.ffi.string(vfio.ffi.cast("char*", arg)).decode()))
+    elif name == "VFIO_DEVICE_GET_INFO": vfio.ffi.cast("struct vfio_device_info*", arg).num_regions = 1
+    elif name == "VFIO_DEVICE_GET_REGION_INFO":
+      info = vfio.ffi.cast("struct vfio_region_info*", arg)
+      info.size, info.offset, info.flags = 4096, 0, vfio.VFIO_REGION_INFO_FLAG_MMAP
+    return 0
+
+def test_vfio_device_through_a_model():
+  from drivers.vfio import VFIODevice
+  system = MockSystem()
+  model = VFIOModel()
+  system.register("/dev/vfio/", model)
+  dev = VFIODevice(system, "0000:05:00.0", 7)
+  addr, size = dev.map_region(0)
+  assert size == 4096 and addr != 0
+  assert model.calls == ["VFIO_GET_API_VERSION", "VFIO_GROUP_GET_STATUS", "VFIO_GROUP_SET_CONTAINER", "VFIO_SET_IOMMU",
+                         "VFIO_GROUP_GET_DEVICE_FD", "VFIO_DEVICE_GET_INFO", "VFIO_DEVICE_GET_REGION_INFO"]
+  with pytest.raises(ValueError, match="1 regions"): dev.region(3)
