@@ -1,7 +1,7 @@
 """A loader for relocatable ELF objects (what LLVM emits): places the sections in executable memory, applies the
 relocations, and reaches external functions (libm) through trampolines placed next to the code."""
 from __future__ import annotations
-import struct
+import struct, weakref
 from dataclasses import dataclass
 from typing import Callable
 from drivers import system
@@ -93,10 +93,8 @@ class LoadedImage:
         else: raise ElfError(f"unsupported x86-64 relocation type {kind} in section {target.name}")
     del mem
     system.mprotect(self.base, self.size, system.PROT_READ | system.PROT_EXEC)
+    weakref.finalize(self, system.munmap, self.base, self.size)  # runs at exit too, while modules are still alive
     self.symbols = {sym_name(s[0]): self.base + placed[s[3]] + s[4] for s in syms if s[3] in placed and s[0]}
-
-  def __del__(self):
-    if getattr(self, "base", None): system.munmap(self.base, self.size)
 
 def _fits32(x: int) -> int:
   if not -2**31 <= x < 2**31: raise ElfError(f"relocation target {x:#x} is out of 32-bit range")
