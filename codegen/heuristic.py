@@ -5,9 +5,14 @@ from __future__ import annotations
 from ir.helpers import prod
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
-VECTOR_WIDTH = 4        # floats per vector lane group (an SSE/NEON register; AVX2 pairs them well)
 MAX_ACCUMULATORS = 12   # vector accumulators a register tile may hold
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
+CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
+
+def view_itemsize(k: Kernel, view) -> int:
+  """Element size of the buffer a load view reads."""
+  load = next(u for u in k.ast.toposort() if u.op.name == "LOAD" and u.src[1] is view)
+  return load.src[0].dtype.base.itemsize
 
 def _load_strides(k: Kernel, axis: int) -> list[int | None]:
   """Each memory load's stride along `axis` (None where stacked views make it irregular)."""
@@ -25,8 +30,9 @@ def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
     score += sum(2 if len(st.views) == 1 and st.views[-1].strides[axis] == 1 else -3 for st in store)
   return score
 
-def hand_coded_optimizations(k: Kernel) -> list[Opt]:
-  """Apply the heuristic's choices to `k` and return them."""
+def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
+  """Apply the heuristic's choices to `k` and return them (vector_width: float lanes of the target's registers)."""
+  VECTOR_WIDTH = vector_width
   applied: list[Opt] = []
   def try_opt(opt: Opt) -> bool:
     try: k.apply_opt(opt)
@@ -39,20 +45,20 @@ def hand_coded_optimizations(k: Kernel) -> list[Opt]:
     # elementwise: a strip of VECTOR_WIDTH along the innermost output axis that is contiguous
     for a in reversed(k.axes_of(AxisType.GLOBAL)):
       if k.full_shape[a] % VECTOR_WIDTH == 0 and k.full_shape[a] > VECTOR_WIDTH and _vector_score(k, a, True) > 0:
-        if try_opt(Opt(OptOps.UPCAST, a, VECTOR_WIDTH)): k.vector_axis = a + 1
+        if try_opt(Opt(OptOps.UPCAST, a, VECTOR_WIDTH)): try_opt(Opt(OptOps.VECTORIZE, a + 1, 0))
         break
     return applied
 
   # 1. the vector axis: the best-scoring output or reduction axis that splits into whole vectors (4 lanes, else 2)
   candidates = [(_vector_score(k, a, k.axis_types[a] is AxisType.GLOBAL), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
-                for width in (VECTOR_WIDTH, 2) if k.full_shape[a] % width == 0]
+                for width in sorted({VECTOR_WIDTH, 4, 2}, reverse=True) if k.full_shape[a] % width == 0]
   best = max(candidates, default=None)
   lanes = 1
   if best is not None and best[0] > 0:
     _, width, a = best
     op = OptOps.UPCAST if k.axis_types[a] is AxisType.GLOBAL else OptOps.UNROLL
     splits = k.full_shape[a] != width
-    if try_opt(Opt(op, a, width)): k.vector_axis, lanes = (a + 1 if splits else a), width
+    if try_opt(Opt(op, a, width)) and try_opt(Opt(OptOps.VECTORIZE, a + 1 if splits else a, 0)): lanes = width
   vec_is_output = k.vector_axis is not None and k.axis_types[k.vector_axis] is AxisType.UPCAST
 
   # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile)
@@ -68,7 +74,23 @@ def hand_coded_optimizations(k: Kernel) -> list[Opt]:
           break
     if choice is None or not try_opt(Opt(OptOps.UPCAST, choice[1], choice[2])): break
 
-  # 3. unroll the innermost non-vector reduction when it is short
+  # 3. cache blocking: the loads that don't change along the outer output axis (a panel of B in a matmul) are read
+  # again for each of its iterations; block the inner axis so one block of that data stays in cache
+  if k.splits_across_cores and len(k.axes_of(AxisType.GLOBAL)) >= 2:
+    outer, inner = k.axes_of(AxisType.GLOBAL)[0], k.axes_of(AxisType.GLOBAL)[-1]
+    reduced = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
+    per_step = 0
+    for view, st in zip(k.views, k.sts):
+      if view.src or view in k.store_views or len(st.views) != 1: continue
+      strides = st.views[-1].strides
+      if strides[outer] == 0 and strides[inner] != 0:
+        per_step += view_itemsize(k, view) * reduced * prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST) if strides[u] != 0)
+    if per_step:
+      block = max(1, CACHE_BUDGET // per_step)
+      divisor = max((d for d in range(1, min(block, k.full_shape[inner]) + 1) if k.full_shape[inner] % d == 0), default=1)
+      if divisor < k.full_shape[inner]: try_opt(Opt(OptOps.THREAD, inner, divisor))
+
+  # 4. unroll the innermost non-vector reduction when it is short
   reduces = [a for a in k.axes_of(AxisType.REDUCE)]
   if reduces:
     a = reduces[-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from ir.helpers import prod
-from ir.ops import Ops
+from ir.ops import Ops, ZERO_PRESERVING
 from ir.shapetracker import ShapeTracker
 from ir.uop import UOp
 
@@ -19,7 +19,13 @@ class AxisType(enum.Enum):
 REDUCE_TYPES = (AxisType.REDUCE, AxisType.GROUP, AxisType.UNROLL)
 
 class OptOps(enum.Enum):
-  UPCAST = enum.auto(); UNROLL = enum.auto(); LOCAL = enum.auto(); GROUP = enum.auto(); PADTO = enum.auto(); THREAD = enum.auto()
+  UPCAST = enum.auto()     # split an output axis; the inner part is unrolled into registers
+  UNROLL = enum.auto()     # split a reduction axis; the inner part is unrolled
+  VECTORIZE = enum.auto()  # compute an upcast or unrolled axis as the lanes of vector values
+  THREAD = enum.auto()     # make an output axis (amt > 0: its outer part, size/amt) the outermost loop, which a CPU splits across cores
+  PADTO = enum.auto()      # pad an axis to a multiple of amt (the extra iterations are masked out)
+  LOCAL = enum.auto()      # split an output axis; the inner part becomes threads of a workgroup (GPU)
+  GROUP = enum.auto()      # split a reduction axis; the inner part is shared by a workgroup through local memory (GPU)
   def __repr__(self) -> str: return f"OptOps.{self.name}"
 
 @dataclass(frozen=True)
@@ -31,8 +37,10 @@ class Opt:
 
 class KernelOptError(ValueError): pass
 
+VECTOR_SIZES = (2, 4, 8, 16)
+
 class Kernel:
-  def __init__(self, ast: UOp):
+  def __init__(self, ast: UOp, renderer=None):
     if ast.op is not Ops.SINK or not all(s.op is Ops.STORE for s in ast.src): raise ValueError("a kernel AST is a SINK of STOREs")
     self.ast = ast
     order = ast.toposort()
@@ -49,6 +57,8 @@ class Kernel:
     self.axis_types: list[AxisType] = [AxisType.REDUCE if i in reduce_axes else AxisType.GLOBAL for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
     self.vector_axis: int | None = None  # the upcast or unrolled axis computed as vector lanes (None: the innermost upcast)
+    self.has_local = bool(getattr(renderer, "has_local", False))
+    self.splits_across_cores = bool(getattr(renderer, "splits_across_cores", False))
     self._simplify()
 
   @property
@@ -92,19 +102,55 @@ class Kernel:
     if self.vector_axis is not None and self.vector_axis > axis: self.vector_axis += 1
 
   def apply_opt(self, opt: Opt) -> None:
+    """Apply one action; KernelOptError (and no change) when it doesn't fit this kernel or its target."""
     if not 0 <= opt.axis < len(self.full_shape): raise KernelOptError(f"{opt} names an axis outside {self.full_shape}")
-    kind = self.axis_types[opt.axis]
-    amt = opt.amt if opt.amt != 0 else self.full_shape[opt.axis]
-    if opt.op is OptOps.UPCAST:
-      if kind is not AxisType.GLOBAL: raise KernelOptError(f"UPCAST needs an output axis, axis {opt.axis} is {kind.name}")
-      target = AxisType.UPCAST
-    elif opt.op is OptOps.UNROLL:
-      if kind is not AxisType.REDUCE: raise KernelOptError(f"UNROLL needs a reduce axis, axis {opt.axis} is {kind.name}")
-      target = AxisType.UNROLL
-    else: raise KernelOptError(f"{opt.op} is not supported by this kernel's target")
-    if amt == self.full_shape[opt.axis]: self.axis_types[opt.axis] = target
-    else: self.split_axis(opt.axis, amt, target)
+    kind, size = self.axis_types[opt.axis], self.full_shape[opt.axis]
+    amt = opt.amt if opt.amt != 0 else size
+    if opt.op is OptOps.VECTORIZE:
+      if kind not in (AxisType.UPCAST, AxisType.UNROLL) or size not in VECTOR_SIZES:
+        raise KernelOptError(f"VECTORIZE needs an upcast or unrolled axis of {VECTOR_SIZES} lanes, axis {opt.axis} is {size}{kind.value}")
+      self.vector_axis = opt.axis
+    elif opt.op is OptOps.THREAD:
+      if not self.splits_across_cores or kind is not AxisType.GLOBAL: raise KernelOptError(f"THREAD needs an output axis on a CPU target")
+      if opt.amt and amt != size: self.split_axis(opt.axis, amt, AxisType.GLOBAL)  # outer blocks of amt iterations
+      self._move_to_front(opt.axis)
+    elif opt.op is OptOps.PADTO: self._pad_to(opt.axis, amt)
+    else:
+      wanted = {OptOps.UPCAST: (AxisType.GLOBAL, AxisType.UPCAST), OptOps.UNROLL: (AxisType.REDUCE, AxisType.UNROLL),
+                OptOps.LOCAL: (AxisType.GLOBAL, AxisType.LOCAL), OptOps.GROUP: (AxisType.REDUCE, AxisType.GROUP)}[opt.op]
+      if kind is not wanted[0]: raise KernelOptError(f"{opt.op.name} needs a {wanted[0].name} axis, axis {opt.axis} is {kind.name}")
+      if opt.op in (OptOps.LOCAL, OptOps.GROUP) and not self.has_local: raise KernelOptError(f"{opt.op.name} needs a target with workgroups")
+      if opt.op is OptOps.GROUP and (self.axes_of(AxisType.UPCAST) or len(self.reduceops) > 1):
+        raise KernelOptError("GROUP works on kernels with one reduction and no upcast axes")
+      if opt.op is OptOps.UPCAST and AxisType.GROUP in self.axis_types: raise KernelOptError("UPCAST after GROUP is not supported")
+      if amt == size: self.axis_types[opt.axis] = wanted[1]
+      else: self.split_axis(opt.axis, amt, wanted[1])
     self.applied_opts.append(opt)
+
+  def _move_to_front(self, axis: int) -> None:
+    """Reorder the output axes so that `axis` is the outermost loop."""
+    first = self.axes_of(AxisType.GLOBAL)[0]
+    order = list(range(len(self.full_shape)))
+    order.insert(first, order.pop(axis))
+    self.sts = [st.permute(order) for st in self.sts]
+    self.full_shape = tuple(self.full_shape[i] for i in order)
+    self.axis_types = [self.axis_types[i] for i in order]
+    if self.vector_axis is not None: self.vector_axis = order.index(self.vector_axis)
+
+  def _pad_to(self, axis: int, amt: int) -> None:
+    """Grow `axis` to a multiple of amt; views read zeros (and stores skip) the padded part. A reduction axis may only
+    be padded when every op between the loads and the sum keeps zero at zero."""
+    size = self.full_shape[axis]
+    if amt <= 1 or size % amt == 0: raise KernelOptError(f"PADTO {amt} on axis {axis} of size {size} changes nothing")
+    if self.axis_types[axis] in REDUCE_TYPES:
+      if any(r.arg[0] is not Ops.ADD for r in self.reduceops): raise KernelOptError("only a sum can be padded along its reduction axis")
+      for r in self.reduceops:
+        if any(u.op not in ZERO_PRESERVING and u.op not in (Ops.LOAD, Ops.VIEW, Ops.CONST, Ops.DEFINE_GLOBAL, Ops.VALID, Ops.DEFINE_VAR)
+               for u in r.src[0].toposort()):
+          raise KernelOptError("padding this reduction would add nonzero values")
+    extra = -size % amt
+    self.sts = [st.pad(tuple((0, extra if i == axis and st.shape[i] == size else 0) for i in range(len(st.shape)))) for st in self.sts]
+    self.full_shape = self.full_shape[:axis] + (size + extra,) + self.full_shape[axis + 1:]
 
   @property
   def name(self) -> str:

@@ -48,6 +48,10 @@ def const_text(value, dt: DType) -> str:
 class LLVMRenderer(Renderer):
   device = "CPU"
   splits_across_cores = True
+  def __init__(self, features: str = ""):
+    flags = set(features.split(","))
+    # floats per vector register: what upcast lanes should fill
+    self.vector_width = 16 if "+avx512f" in flags else 8 if "+avx" in flags or "+avx2" in flags else 4
 
   def render(self, name: str, uops: list[UOp]) -> str:
     return _Function(name).render(uops)
@@ -91,6 +95,17 @@ class _Function:
       return f"%{u.arg[0]}"
     if op is Ops.RANGE: return self.open_loop(u)
     if op is Ops.ENDRANGE: return self.close_loop(u)
+    if op is Ops.IF:
+      n = self.fresh("if")[3:]
+      self.emit(f"br i1 {self.ref(u.src[0])}, label %then{n}, label %endif{n}")
+      self.lines.append(f"then{n}:")
+      return n
+    if op is Ops.ENDIF:
+      n = self.names[u.src[0]]
+      self.emit(f"br label %endif{n}")
+      self.lines.append(f"endif{n}:")
+      return None
+    if op in (Ops.BARRIER, Ops.DEFINE_LOCAL): raise TypeError(f"the LLVM renderer has no workgroups ({op.name})")
     if op is Ops.DEFINE_ACC:
       slot = self.fresh("acc")
       self.entry.append(f"{slot} = alloca {ltype(dt)}")
@@ -126,7 +141,22 @@ class _Function:
     val, vdt = self.ref(u.src[2]), u.src[2].dtype
     if vdt.scalar == dtypes.bool: val = self.op(f"zext {ltype(vdt)} {val} to {mem_type(vdt)}")
     if vdt.scalar == dtypes.bfloat16: val = self.float_to_bf16_bits(val, ltype(vdt))
-    self.emit(f"store {mem_type(vdt)} {val}, ptr {self.gep(u.src[0], u.src[1])}, align {vdt.scalar.itemsize}")
+    ptr = self.gep(u.src[0], u.src[1])
+    if len(u.src) == 4 and u.src[3].dtype.count > 1:  # lanes with their own gates: a masked vector store
+      mt = mem_type(vdt)
+      fname = f"llvm.masked.store.{_suffix(mt)}.p0"
+      self.decls.add(f"declare void @{fname}({mt}, ptr, i32, {ltype(u.src[3].dtype)})")
+      self.emit(f"call void @{fname}({mt} {val}, ptr {ptr}, i32 {vdt.scalar.itemsize}, {ltype(u.src[3].dtype)} {self.ref(u.src[3])})")
+      return None
+    if len(u.src) == 4:  # one gate: branch around the store
+      n = self.fresh("st")[3:]
+      self.emit(f"br i1 {self.ref(u.src[3])}, label %store{n}, label %stored{n}")
+      self.lines.append(f"store{n}:")
+      self.emit(f"store {mem_type(vdt)} {val}, ptr {ptr}, align {vdt.scalar.itemsize}")
+      self.emit(f"br label %stored{n}")
+      self.lines.append(f"stored{n}:")
+      return None
+    self.emit(f"store {mem_type(vdt)} {val}, ptr {ptr}, align {vdt.scalar.itemsize}")
     return None
   def gep(self, buf: UOp, idx: UOp) -> str:
     out = self.fresh("p")

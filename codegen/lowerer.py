@@ -44,6 +44,15 @@ class ProgramBuilder:
   def close_range(self, rng: UOp) -> None:
     self.uops.append(UOp(Ops.ENDRANGE, dtypes.void, (rng,)))
     self.close_scope()
+  def open_if(self, cond: UOp) -> UOp:
+    self.emit(cond)
+    branch = UOp(Ops.IF, dtypes.void, (cond,), len(self.uops))
+    self.uops.append(branch)
+    self.open_scope()
+    return branch
+  def close_if(self, branch: UOp) -> None:
+    self.uops.append(UOp(Ops.ENDIF, dtypes.void, (branch,)))
+    self.close_scope()
 
 def index_dtype(k: Kernel) -> DType:
   biggest = max([g.dtype.size for g in k.globals] + [st.size for st in k.sts] + [1])
@@ -95,23 +104,56 @@ class Lowerer:
         else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
         opened.append(idxs_a := b.open_range(start, end, a))
         idxs[a] = idxs_a
-    self._launch_indices(idxs, k.axes_of(AxisType.LOCAL), "lidx", self.local_size)
+    self._launch_indices(idxs, k.axes_of(AxisType.LOCAL, AxisType.GROUP), "lidx", self.local_size)
     tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
     if k.reduceops: self._lower_reduce(idxs, tiles)
+    branch = self._lower_group(idxs) if k.axes_of(AxisType.GROUP) else None
     for store in k.ast.src:
       buf, view, value = store.src
       for tile in tiles:
         lanes = self._store_lanes(tile)
         ats = [self._at(idxs, lane, post_reduce=True) for lane in lanes]
         places = [self._index(view, at) for at in ats]
-        if any(valid.op is not Ops.CONST or valid.arg is not True for _, valid in places): raise ValueError(f"kernel stores through a masked view {view.arg}")
         vec = self.vectorize([self._value(value, at, lane) for at, lane in zip(ats, lanes)])
         if len(lanes) > 1 and vec.dtype != dtypes.bool.vec(self.width) and all(_offset(places[0][0], idx) == i for i, (idx, _) in enumerate(places)):
-          b.append(UOp(Ops.STORE, dtypes.void, (buf, places[0][0], self._widen(vec))))
+          gate = self.vectorize([valid for _, valid in places])
+          b.append(UOp(Ops.STORE, dtypes.void, (buf, places[0][0], self._widen(vec)) + (() if _always(gate) else (gate,))))
         else:
-          for i, (idx, _) in enumerate(places): b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i))))
+          for i, (idx, valid) in enumerate(places):
+            if not (valid.op is Ops.CONST and not valid.arg):  # a padded place: nothing to store
+              b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i)) + (() if _always(valid) else (valid,))))
+    if branch is not None: b.close_if(branch)
     for rng in reversed(opened): b.close_range(rng)
     return b.uops
+
+  def _lower_group(self, idxs: list[UOp]) -> UOp:
+    """Combine the workgroup's partial reductions through local memory: every thread stores its partial result,
+    and after a barrier the threads at group position 0 reduce them (and go on to store the output)."""
+    k, b = self.k, self.b
+    shared = k.axes_of(AxisType.LOCAL, AxisType.GROUP)
+    sizes = [k.full_shape[a] for a in shared]
+    strides = [prod(sizes[i + 1:]) for i in range(len(sizes))]
+    def position(at: dict[int, UOp]) -> UOp:
+      out = UOp.const(self.idx_dtype, 0)
+      for a, st in zip(shared, strides): out = out + at.get(a, idxs[a]) * st
+      return simplify(out)
+    (r,) = k.reduceops
+    partial = UOp(Ops.LOAD, r.dtype, (self.accs[(r, ())],))
+    mem = UOp(Ops.DEFINE_LOCAL, r.dtype.ptr(prod(sizes), local=True), (), "partials")
+    b.emit(mem)
+    b.append(UOp(Ops.STORE, dtypes.void, (mem, position({}), partial)))
+    b.append(UOp(Ops.BARRIER, dtypes.void, (mem,)))
+    groups = k.axes_of(AxisType.GROUP)
+    first = UOp.const(dtypes.bool, True)
+    for a in groups: first = first & idxs[a].eq(0)
+    branch = b.open_if(first)
+    total = b.emit(UOp(Ops.DEFINE_ACC, r.dtype, (UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype)),), len(self.accs)))
+    loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in groups]
+    value = UOp(Ops.LOAD, r.dtype, (total,)).alu(r.arg[0], UOp(Ops.LOAD, r.dtype, (mem, position(dict(zip(groups, loops))))))
+    b.append(UOp(Ops.STORE, dtypes.void, (total, value)))
+    for rng in reversed(loops): b.close_range(rng)
+    self.accs[(r, ())] = total
+    return branch
 
   def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int]) -> None:
     """Axes as launch indices: the innermost axis is dim 0; axes beyond the last dim share it (split by div/mod)."""
@@ -176,7 +218,7 @@ class Lowerer:
 
   def _at(self, idxs: list[UOp], fixed: dict[int, UOp], post_reduce: bool = False) -> tuple[UOp, ...]:
     zero = UOp.const(self.idx_dtype, 0)
-    return tuple(fixed.get(a, zero if post_reduce and t in (AxisType.REDUCE, AxisType.UNROLL) else i)
+    return tuple(fixed.get(a, zero if post_reduce and t in (AxisType.REDUCE, AxisType.UNROLL, AxisType.GROUP) else i)
                  for a, (i, t) in enumerate(zip(idxs, self.k.axis_types)))
 
   def _index(self, view: UOp, at: tuple[UOp, ...]) -> tuple[UOp, UOp]:
@@ -235,6 +277,8 @@ def _horizontal(x: UOp, op: Ops) -> UOp:
   vals = [UOp(Ops.GEP, x.dtype.scalar, (x,), i) for i in range(x.dtype.count)]
   while len(vals) > 1: vals = [vals[i].alu(op, vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
+
+def _always(gate: UOp) -> bool: return gate.op is Ops.CONST and gate.arg is True
 
 def _lane(x: UOp, i: int) -> UOp: return UOp(Ops.GEP, x.dtype.scalar, (x,), i) if x.dtype.count > 1 else x
 

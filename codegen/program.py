@@ -18,8 +18,8 @@ def print_linear(uops: list[UOp]) -> None:
     at[u] = i
 
 def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
-  k = Kernel(ast)
-  if opts is None: hand_coded_optimizations(k)
+  k = Kernel(ast, renderer)
+  if opts is None: hand_coded_optimizations(k, renderer.vector_width)
   else:
     for opt in opts: k.apply_opt(opt)
   uops, launch_global, launch_local = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)

@@ -46,7 +46,8 @@ class CPUDevice(HCQCompiled):
     isa, cpu, features = split_cpu_arch(target.arch)
     if isa and isa != host_isa(): raise ValueError(f"CPU target {target.arch!r} is for {isa}; this machine runs {host_isa()}")
     self._pool: ThreadPoolExecutor | None = None
-    super().__init__(device, HostAllocator(), LLVMRenderer(), LLVMCompiler(isa, cpu, features), self._program, SoftwareQueue, SoftwareCopyQueue)
+    compiler = LLVMCompiler(isa, cpu, features)
+    super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features), compiler, self._program, SoftwareQueue, SoftwareCopyQueue)
     self.engines = {"compute": SoftwareEngine(self, "compute"), "copy": SoftwareEngine(self, "copy")}
 
   def _program(self, name: str, lib: bytes, spec: ProgramSpec) -> CPUProgram: return CPUProgram(self, name, lib, spec)

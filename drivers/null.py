@@ -23,7 +23,8 @@ class NullDevice(Compiled):
       from codegen.llvm_compiler import LLVMCompiler
       from codegen.llvmir import LLVMRenderer
       isa, cpu, features = split_cpu_arch(target.arch)
-      renderer, compiler = LLVMRenderer(), LLVMCompiler(isa, cpu, features)
+      compiler = LLVMCompiler(isa, cpu, features)
+      renderer = LLVMRenderer(compiler.features)
     elif target.renderer == "PYTHON":
       from codegen.python_renderer import PythonCompiler, PythonRenderer
       renderer, compiler = PythonRenderer(), PythonCompiler()

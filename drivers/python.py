@@ -110,6 +110,7 @@ class PythonProgram(HCQProgram):
       return out
     gid, lid = ids(group, global_size), ids(lane, local_size)
     loop_stack: list[list] = []
+    active = [np.ones(n, dtype=bool)]  # lanes running the current IF branch
     pc = 0
     uops = self.uops
     while pc < len(uops):
@@ -121,6 +122,8 @@ class PythonProgram(HCQProgram):
       elif op is Ops.SPECIAL: v[u] = (gid if u.arg[0].startswith("g") else lid)[int(u.arg[0][-1])].astype(np_type(u.dtype))
       elif op is Ops.DEFINE_LOCAL: v[u] = np.zeros(u.dtype.size * u.dtype.base.itemsize, dtype=np.uint8)
       elif op is Ops.BARRIER: pass  # the workgroup runs in lockstep: every thread is already here
+      elif op is Ops.IF: active.append(active[-1] & np.broadcast_to(v[u.src[0]], (n,)))
+      elif op is Ops.ENDIF: active.pop()
       elif op is Ops.RANGE:
         start, end = int(v[u.src[0]]), int(v[u.src[1]])
         if start >= end:
@@ -138,7 +141,7 @@ class PythonProgram(HCQProgram):
         loop_stack.pop()
       elif op is Ops.DEFINE_ACC: v[u] = np.broadcast_to(v[u.src[0]], (n, u.dtype.count) if u.dtype.count > 1 else (n,)).copy()
       elif op is Ops.LOAD: v[u] = self._load(u, v)
-      elif op is Ops.STORE: self._store(u, v, n)
+      elif op is Ops.STORE: self._store(u, v, n, active[-1])
       elif op is Ops.VECTORIZE: v[u] = np.stack([np.broadcast_to(v[s], (n,)) for s in u.src], axis=-1)
       elif op is Ops.GEP: v[u] = v[u.src[0]][..., u.arg]
       elif op is Ops.CAST: v[u] = _cast(np.asarray(v[u.src[0]]), u.src[0].dtype, u.dtype)
@@ -160,18 +163,20 @@ class PythonProgram(HCQProgram):
     if sc == dtypes.bool: return raw != 0
     if sc == dtypes.bfloat16: return (raw.astype(np.uint32) << 16).view(np.float32)
     return raw
-  def _store(self, u: UOp, v: dict, n: int) -> None:
+  def _store(self, u: UOp, v: dict, n: int, active: np.ndarray) -> None:
     if len(u.src) == 2:
-      v[u.src[0]][...] = v[u.src[1]]
+      v[u.src[0]][...] = np.where(active.reshape(-1, *[1] * (v[u.src[0]].ndim - 1)), v[u.src[1]], v[u.src[0]])
       return
-    buf, idx, val = u.src
+    buf, idx, val = u.src[:3]
     mem = self._memory(buf, v[buf])
     sc = val.dtype.scalar
     data = np.asarray(v[val])
     if sc == dtypes.bfloat16: data = (round_bf16(data).view(np.uint32) >> 16).astype(np.uint16)
     index = np.broadcast_to(np.asarray(v[idx]).astype(np.int64), (n,))
     if val.dtype.count > 1: index = index[..., None] + np.arange(val.dtype.count)
-    mem[index] = np.broadcast_to(data, index.shape).astype(mem.dtype)
+    keep = active.reshape(-1, *[1] * (index.ndim - 1)) & (np.broadcast_to(v[u.src[3]], index.shape) if len(u.src) == 4 else True)
+    keep = np.broadcast_to(keep, index.shape)
+    mem[index[keep]] = np.broadcast_to(data, index.shape).astype(mem.dtype)[keep]
 
 class PythonDevice(HCQCompiled):
   """Programs are interpreted on the compute engine's worker thread."""

@@ -46,6 +46,18 @@ class ConvGrad:
     gw = compute_gradient(value, g, [w]).get(w)
     return gx.uop, gw
 
+PANEL_MIN = 256  # matmuls with k and m at least this big read their right operand through packed panels
+
+def _panel_width(x: Tensor, w: Tensor) -> int:
+  """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU)."""
+  from drivers.device import Device
+  if w.ndim != 2 or not isinstance(w.device, str) or not dtypes.is_float(w.dtype): return 0
+  k, m = w.shape
+  renderer = Device[w.device].renderer
+  lanes = getattr(renderer, "vector_width", 0)
+  if not getattr(renderer, "splits_across_cores", False) or k < PANEL_MIN or m < PANEL_MIN or m % lanes: return 0
+  return lanes if x.numel() // k >= lanes else 0
+
 class ProcessingMixin:
   __slots__ = ()
 
@@ -59,6 +71,16 @@ class ProcessingMixin:
     squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
     if squeeze_rows: x = x.reshape(1, k)
     if squeeze_cols: w = w.reshape(k, 1)
+    if (lanes := _panel_width(x, w)):
+      # for CPU caches: copy w into column panels (lanes wide, contiguous along k), so the kernel reads each panel
+      # sequentially instead of one row of w per step (rows of w far apart thrash the cache and TLB)
+      m = w.shape[1]
+      panels = w.reshape(k, m // lanes, lanes).permute(1, 0, 2).contiguous()                         # (m/lanes, k, lanes)
+      xs = x.reshape(*x.shape[:-1], 1, 1, k)                                                           # (..., n, 1, 1, k)
+      out = (xs * panels.permute(0, 2, 1).reshape(1, m // lanes, lanes, k)).sum(-1, dtype=dtype)
+      out = out.reshape(*x.shape[:-1], m)
+      if squeeze_cols: out = out.squeeze(-1)
+      return out.squeeze(-2 if not squeeze_cols else -1) if squeeze_rows else out
     x = x.reshape(*x.shape[:-1], 1, k)                       # (..., n, 1, k)
     wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
     out = (x * wt).sum(-1, dtype=dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from ir.ops import Ops
-from ir.switches import CAPTURING, DEBUG, NOOPT, PROFILE
+from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE
 from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
@@ -22,17 +22,40 @@ def print_ast(ast: UOp) -> None:
     arg = f", {u.arg!r}" if u.arg is not None else ""
     print(f"{name[u]} = UOp({u.op!r}, {u.dtype!r}, ({srcs}{',' if len(u.src) == 1 else ''}){arg})")
 
+def beam_opts(dev, ast: UOp) -> list | None:
+  """BEAM's choice of actions for this kernel on `dev` (None: fall back to the heuristics)."""
+  from codegen.search import beam_search
+  bufs: list[Buffer] = []
+  def time_opts(opts) -> float:
+    spec = get_program(ast, dev.renderer, opts)
+    prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
+    if not bufs: bufs.extend(Buffer(dev.device, max(g.dtype.size, 1), g.dtype.base).ensure_allocated() for g in sorted(
+      {u for u in spec.uops if u.op is Ops.DEFINE_GLOBAL}, key=lambda g: g.arg))
+    vals = tuple(v.arg[1] for v in spec.vars)
+    return min(prg(*[b._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size, vals=vals, wait=True) for _ in range(3))
+  opts = beam_search(ast, dev.renderer, time_opts, BEAM.value, f"{dev.device}:{dev.compiler.cachekey}")
+  if opts is None and DEBUG >= 1: print("BEAM: no candidate could be compiled and timed; using the heuristics")
+  return opts
+
 class CompiledRunner:
   def __init__(self, device: str, ast: UOp):
     self.device, self.dev = device, Device[device]
     if DEBUG >= 5: print_ast(ast)
-    self.spec: ProgramSpec = get_program(ast, self.dev.renderer, [] if NOOPT else None)
+    st = time.perf_counter()
+    opts = [] if NOOPT else beam_opts(self.dev, ast) if BEAM >= 1 else None
+    self.spec: ProgramSpec = get_program(ast, self.dev.renderer, opts)
+    lowered = time.perf_counter()
     if DEBUG >= 3: print(f"{self.spec.name:<46s} opts: {tuple(self.spec.applied_opts)}")
     if DEBUG >= 4: print(self.spec.src)
-    st = time.perf_counter()
     self.lib = self.dev.compiler.compile_cached(self.spec.src)
-    self.compile_s = time.perf_counter() - st
-    self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
+    self.build_s = time.perf_counter() - st  # optimize, lower, render and compile (BEAM search included)
+    self.search_s = lowered - st
+    try: self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
+    except Exception as e:  # a cached binary that doesn't load: compile again
+      if DEBUG >= 1: print(f"cached program {self.spec.name} didn't load ({e}); recompiling")
+      self.dev.compiler.forget(self.spec.src)
+      self.lib = self.dev.compiler.compile_cached(self.spec.src)
+      self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
     self.first_run = True
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], jit: bool = False) -> float:
@@ -55,10 +78,10 @@ class CompiledRunner:
             f"({self.spec.flops / max(et, 1e-9) / 1e9:7.0f} GFLOPS {self.spec.mem_bytes / max(et, 1e-9) / 1e9:5.0f}|0      GB/s)")
     self.first_run = False
 
-_runners: dict[tuple[str, UOp], CompiledRunner] = {}
+_runners: dict[tuple, CompiledRunner] = {}
 
 def get_runner(device: str, ast: UOp) -> CompiledRunner:
-  key = (device, ast)
+  key = (device, ast, BEAM.value, NOOPT.value)
   if (runner := _runners.get(key)) is None: runner = _runners[key] = CompiledRunner(device, ast)
   return runner
 

@@ -1,0 +1,92 @@
+"""BEAM search: grow sequences of optimization actions, keep the `width` fastest kernels each round (timed on the
+real device by a caller-supplied function), stop when a round finds nothing faster. With BEAM_ESTIMATE, candidates
+are first ranked by a static cost estimate and only the most promising are compiled and timed. Results are cached on
+disk per kernel, target and width, so a second run pays nothing."""
+from __future__ import annotations
+import math
+from typing import Callable
+from ir.ops import Ops, ALU
+from ir.switches import BEAM_ESTIMATE, DEBUG
+from ir.uop import UOp
+from codegen import diskcache
+from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps, VECTOR_SIZES
+from codegen.lowerer import lower
+from codegen.renderer import Renderer
+
+MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
+
+def candidate_actions(k: Kernel) -> list[Opt]:
+  """Every action that could apply to kernel `k` in its current state."""
+  out: list[Opt] = []
+  for a, (size, kind) in enumerate(zip(k.full_shape, k.axis_types)):
+    if kind is AxisType.GLOBAL:
+      out += [Opt(OptOps.UPCAST, a, amt) for amt in (2, 3, 4, 8, 16) if size % amt == 0 and size > amt]
+      if k.splits_across_cores and a != k.axes_of(AxisType.GLOBAL)[0]: out.append(Opt(OptOps.THREAD, a, 0))
+      if k.has_local: out += [Opt(OptOps.LOCAL, a, amt) for amt in (2, 4, 8, 16, 32) if size % amt == 0]
+    if kind is AxisType.REDUCE:
+      out += [Opt(OptOps.UNROLL, a, amt) for amt in (2, 4, 8) if size % amt == 0 and size > amt]
+      if size <= 16: out.append(Opt(OptOps.UNROLL, a, 0))
+      if k.has_local: out += [Opt(OptOps.GROUP, a, amt) for amt in (4, 8, 16, 32) if size % amt == 0]
+    if kind in (AxisType.UPCAST, AxisType.UNROLL) and size in VECTOR_SIZES and k.vector_axis != a: out.append(Opt(OptOps.VECTORIZE, a, 0))
+    if kind in (AxisType.GLOBAL, AxisType.REDUCE) and size > 8 and size % 8: out.append(Opt(OptOps.PADTO, a, 8))
+  return out
+
+def _kernel(ast: UOp, renderer: Renderer, opts: list[Opt]) -> Kernel | None:
+  k = Kernel(ast, renderer)
+  try:
+    for o in opts: k.apply_opt(o)
+  except KernelOptError: return None
+  upcast = math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is AxisType.UPCAST)
+  unroll = math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is AxisType.UNROLL)
+  return k if upcast <= MAX_UPCAST and unroll <= MAX_UNROLL else None
+
+def estimate(k: Kernel, renderer: Renderer) -> float:
+  """A static cost: ops executed, counting a vector op once, gathers lane by lane, and loop overhead."""
+  uops, _, _ = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+  cost, mult, stack = 0.0, 1, []
+  for u in uops:
+    if u.op is Ops.RANGE:
+      stack.append(mult)
+      mult *= max(u.src[1].vmax - u.src[0].vmin, 1)
+      cost += mult
+    elif u.op is Ops.ENDRANGE: mult = stack.pop()
+    elif u.op in ALU: cost += mult
+    elif u.op in (Ops.LOAD, Ops.STORE): cost += 2 * mult
+    elif u.op is Ops.VECTORIZE: cost += mult * len(u.src)
+  return cost
+
+def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str) -> list[Opt] | None:
+  """The fastest action sequence found, or None when no candidate could be timed (the caller falls back)."""
+  key = diskcache.key_of("beam", cache_key, width, ast)
+  if (hit := diskcache.get("beam", key)) is not None: return hit
+  def timed(opts: list[Opt]) -> float:
+    try: return time_opts(opts)
+    except Exception as e:
+      if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
+      return math.inf
+  best = ([], timed([]))
+  beam = [best]
+  seen: set[tuple] = set()
+  for _ in range(MAX_ROUNDS):
+    candidates: list[tuple[list[Opt], Kernel]] = []
+    for opts, _ in beam:
+      base = _kernel(ast, renderer, opts)
+      if base is None: continue
+      for action in candidate_actions(base):
+        k = _kernel(ast, renderer, opts + [action])
+        if k is None: continue
+        signature = (k.full_shape, tuple(k.axis_types), k.vector_axis)
+        if signature in seen: continue
+        seen.add(signature)
+        candidates.append((opts + [action], k))
+    if not candidates: break
+    if BEAM_ESTIMATE:  # the estimate doesn't model caches: loop-order changes are always timed
+      ranked = sorted(candidates, key=lambda c: estimate(c[1], renderer))
+      candidates = ranked[:max(3 * width, 4)] + [c for c in ranked[max(3 * width, 4):] if c[0][-1].op is OptOps.THREAD]
+    results = sorted(((opts, timed(opts)) for opts, _ in candidates), key=lambda r: r[1])
+    beam = [r for r in results[:width] if math.isfinite(r[1])]
+    if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][1] * 1e6:.1f} us with {beam[0][0]}")
+    if not beam or beam[0][1] >= best[1]: break
+    best = beam[0]
+  if not math.isfinite(best[1]): return None
+  return diskcache.put("beam", key, best[0])

@@ -1,0 +1,139 @@
+"""Every optimization action computes what the unoptimized kernel computes, on shapes that are not multiples of the
+tile sizes; BEAM search and the disk caches behave."""
+import os, pathlib, sqlite3, subprocess, sys
+import numpy as np
+import pytest
+from tg import Tensor, Device, Context
+from ir.ops import Ops
+from codegen import diskcache
+from codegen.kernel import Kernel, KernelOptError, Opt, OptOps
+from codegen.program import get_program
+from drivers.device import Buffer
+
+ROOT = pathlib.Path(__file__).parents[2]
+
+def run_with(device: str, t: Tensor, opts) -> np.ndarray:
+  (item,) = [i for i in t.schedule() if i.ast.op is Ops.SINK]
+  dev = Device[device]
+  spec = get_program(item.ast, dev.renderer, opts)
+  prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
+  out = Buffer(device, item.bufs[0].size, item.bufs[0].dtype).ensure_allocated()
+  bufs = [out] + [b.ensure_allocated() for b in item.bufs[1:]]
+  prg(*[b._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size, wait=True)
+  return np.frombuffer(out.as_bytes(), np.float32)
+
+def matmul(device):  # 7x13 @ 13x10: no dimension is a multiple of 4 or 8
+  rng = np.random.default_rng(0)
+  a, b = (Tensor(rng.random(s, dtype=np.float32), device=device).realize() for s in ((7, 13), (13, 10)))
+  return a @ b
+
+CASES = {
+  "CPU": [[Opt(OptOps.PADTO, 0, 4), Opt(OptOps.UPCAST, 0, 4)],
+          [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.VECTORIZE, 2, 0)],
+          [Opt(OptOps.PADTO, 2, 8), Opt(OptOps.UNROLL, 2, 8), Opt(OptOps.VECTORIZE, 3, 0)],
+          [Opt(OptOps.UNROLL, 2, 0)], [Opt(OptOps.THREAD, 1, 0)], [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.THREAD, 1, 4)],
+          [Opt(OptOps.UPCAST, 1, 2), Opt(OptOps.UPCAST, 0, 7), Opt(OptOps.UNROLL, 3, 13)]],
+  "PYTHON": [[Opt(OptOps.LOCAL, 1, 2)], [Opt(OptOps.LOCAL, 0, 7)], [Opt(OptOps.GROUP, 2, 0)], [Opt(OptOps.PADTO, 2, 4), Opt(OptOps.GROUP, 2, 4)],
+             [Opt(OptOps.LOCAL, 0, 7), Opt(OptOps.GROUP, 2, 0)], [Opt(OptOps.PADTO, 1, 4), Opt(OptOps.UPCAST, 1, 4), Opt(OptOps.VECTORIZE, 2, 0)]],
+}
+
+@pytest.mark.parametrize("device,opts", [(d, o) for d, cases in CASES.items() for o in cases], ids=lambda x: str(x))
+def test_action_matches_unoptimized(device, opts):
+  t = matmul(device)
+  np.testing.assert_allclose(run_with(device, t, opts), run_with(device, t, []), rtol=1e-6, atol=1e-6)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_heuristics_match_unoptimized(device):
+  rng = np.random.default_rng(1)
+  x = Tensor(rng.random((3, 5, 11, 9), dtype=np.float32), device=device).realize()
+  w = Tensor(rng.random((6, 5, 3, 3), dtype=np.float32), device=device).realize()
+  for t in (x.conv2d(w), x.sum((0, 2)), (x * 2 + 1).exp(), x.max(-1), matmul(device)):
+    np.testing.assert_allclose(run_with(device, t, None), run_with(device, t, []), rtol=1e-5, atol=1e-6)
+
+def test_invalid_actions_raise_and_change_nothing():
+  (item,) = matmul("CPU").schedule()
+  k = Kernel(item.ast, Device["CPU"].renderer)
+  shape = k.full_shape
+  for opt in (Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 0, 2), Opt(OptOps.VECTORIZE, 0, 0), Opt(OptOps.LOCAL, 0, 7),
+              Opt(OptOps.GROUP, 2, 13), Opt(OptOps.PADTO, 0, 7), Opt(OptOps.UPCAST, 9, 2)):
+    with pytest.raises(KernelOptError): k.apply_opt(opt)
+  assert k.full_shape == shape and k.applied_opts == []
+
+def test_padding_a_max_reduction_is_refused():
+  (item,) = Tensor(np.random.rand(5, 13).astype(np.float32)).realize().max(1).schedule()
+  k = Kernel(item.ast, Device["CPU"].renderer)
+  with pytest.raises(KernelOptError, match="sum"): k.apply_opt(Opt(OptOps.PADTO, 1, 4))
+
+@pytest.fixture
+def cachedb(tmp_path, monkeypatch):
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+  return tmp_path / "cache.db"
+
+def test_beam_result_is_correct_and_cached(cachedb, monkeypatch):
+  from codegen import search
+  calls = []
+  real = search.beam_search
+  def counting(*args, **kw):
+    calls.append(1)
+    return real(*args, **kw)
+  t = matmul("CPU")
+  ref = t.numpy()
+  with Context(BEAM=2):
+    np.testing.assert_allclose(matmul("CPU").numpy(), ref, rtol=1e-6)
+  timed = []
+  monkeypatch.setattr(search, "estimate", lambda k, r: 0.0)
+  (item,) = matmul("CPU").schedule()
+  def time_opts(opts):
+    timed.append(opts)
+    return 1.0 + len(opts)
+  first = real(item.ast, Device["CPU"].renderer, time_opts, 2, "test")
+  assert first == [] and timed
+  timed.clear()
+  assert real(item.ast, Device["CPU"].renderer, time_opts, 2, "test") == [] and not timed, "second search comes from the disk cache"
+
+def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
+  from codegen.search import beam_search
+  from tg import realize
+  (item,) = matmul("CPU").schedule()
+  def broken(opts): raise RuntimeError("compiler crashed")
+  assert beam_search(item.ast, Device["CPU"].renderer, broken, 2, "broken") is None
+  real = realize.get_program
+  def heuristics_only(ast, renderer, opts):  # every candidate BEAM tries fails to build
+    if opts is not None: raise RuntimeError("candidate fails to compile")
+    return real(ast, renderer, None)
+  monkeypatch.setattr(realize, "get_program", heuristics_only)
+  with Context(BEAM=2, DEBUG=1):
+    out = Tensor(np.arange(7, dtype=np.float32)).realize() * 3 + 1
+    assert out.tolist() == [1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0]
+  assert "using the heuristics" in capsys.readouterr().out
+
+def test_compile_cache_hit_and_corrupt_entry(cachedb):
+  from codegen.llvm_compiler import LLVMCompiler
+  src = "define i32 @f() nounwind {\n  ret i32 42\n}\n"
+  c = LLVMCompiler()
+  lib = c.compile_cached(src)
+  fresh = LLVMCompiler()
+  fresh.compile = lambda s: (_ for _ in ()).throw(AssertionError("should come from the disk cache"))
+  assert fresh.compile_cached(src) == lib
+  db = sqlite3.connect(cachedb)
+  db.execute(f"UPDATE compile_{diskcache.VERSION} SET value = X'00010203'")
+  db.commit()
+  db.close()
+  again = LLVMCompiler()
+  assert again.compile_cached(src) == lib, "a corrupt entry is dropped and the program compiled again"
+
+def test_corrupt_database_file_is_rebuilt(cachedb):
+  cachedb.write_bytes(b"this is not a database" * 100)
+  assert diskcache.get("compile", "k") is None
+  diskcache.put("compile", "k", b"v")
+  assert diskcache.get("compile", "k") == b"v"
+
+def test_two_processes_share_the_cache(cachedb):
+  code = ("import sys; from tg import Tensor; import numpy as np; "
+          "print((Tensor(np.arange(64, dtype=np.float32)) * float(sys.argv[1]) + 1).sum().item())")
+  env = {**os.environ, "CACHEDB": str(cachedb)}
+  procs = [subprocess.Popen([sys.executable, "-c", code, str(k)], env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True) for k in (2, 3, 4)]
+  outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+  assert all(p.returncode == 0 for p in procs) and outs == [str(float(sum(range(64)) * k + 64)) for k in (2, 3, 4)]
+  db = sqlite3.connect(cachedb)
+  assert db.execute(f"SELECT COUNT(*) FROM compile_{diskcache.VERSION}").fetchone()[0] >= 2
