@@ -1,6 +1,7 @@
 """BEAM search: grow sequences of optimization actions, keep the `width` fastest kernels each round (timed on the
 real device by a caller-supplied function), stop when a round finds nothing faster. With BEAM_ESTIMATE, candidates
-are first ranked by a static cost estimate and only the most promising are compiled and timed. Results are cached on
+are first ranked by a static cost estimate and only the most promising are compiled and timed. The first beam holds the
+unoptimized kernel and the heuristics' choice, so the search never returns something it timed slower. Results are cached on
 disk per kernel, target and width, so a second run pays nothing."""
 from __future__ import annotations
 import math
@@ -9,6 +10,7 @@ from ir.ops import Ops, ALU
 from ir.switches import BEAM_ESTIMATE, DEBUG
 from ir.uop import UOp
 from codegen import diskcache
+from codegen.heuristic import hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps, VECTOR_SIZES
 from codegen.lowerer import lower
 from codegen.renderer import Renderer
@@ -64,8 +66,9 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     except Exception as e:
       if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
       return math.inf
-  best = ([], timed([]))
-  beam = [best]
+  heuristic = hand_coded_optimizations(Kernel(ast, renderer), renderer.vector_width)
+  beam = sorted(((opts, timed(opts)) for opts in ([[], heuristic] if heuristic else [[]])), key=lambda r: r[1])
+  best = beam[0]
   seen: set[tuple] = set()
   for _ in range(MAX_ROUNDS):
     candidates: list[tuple[list[Opt], Kernel]] = []

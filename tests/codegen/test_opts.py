@@ -91,6 +91,16 @@ def test_beam_result_is_correct_and_cached(cachedb, monkeypatch):
   timed.clear()
   assert real(item.ast, Device["CPU"].renderer, time_opts, 2, "test") == [] and not timed, "second search comes from the disk cache"
 
+def test_beam_never_returns_worse_than_the_heuristics(cachedb):
+  from codegen.heuristic import hand_coded_optimizations
+  from codegen.search import beam_search
+  (item,) = matmul("CPU").schedule()
+  renderer = Device["CPU"].renderer
+  heuristic = hand_coded_optimizations(Kernel(item.ast, renderer), renderer.vector_width)
+  assert heuristic, "a matmul gets optimized by the heuristics"
+  def time_opts(opts): return 1.0 if opts == heuristic else 2.0  # every search step is slower than the heuristics
+  assert beam_search(item.ast, renderer, time_opts, 2, "seeded") == heuristic
+
 def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
   from codegen.search import beam_search
   from tg import realize
