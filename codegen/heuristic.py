@@ -1,6 +1,7 @@
 """Hand-written optimization choices (used unless NOOPT or BEAM): pick an axis whose loads are contiguous to compute
 as vector lanes (an output axis, or a reduction axis summed lane-wise), tile output axes whose loads can be reused
-across the tile, and unroll short reductions, keeping the accumulators within the register file."""
+across the tile, and unroll short reductions, keeping the accumulators within the register file. On GPUs (targets with
+workgroups) output axes become the threads of a workgroup, and a reduction with few outputs is shared by one."""
 from __future__ import annotations
 from ir.helpers import prod
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
@@ -8,6 +9,9 @@ from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 MAX_ACCUMULATORS = 12   # vector accumulators a register tile may hold
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
+WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
+GROUP_THREADS = 256        # threads sharing one reduction
+FEW_OUTPUTS = 2048         # below this many outputs a GPU reduction is shared by a workgroup
 
 def view_itemsize(k: Kernel, view) -> int:
   """Element size of the buffer a load view reads."""
@@ -41,12 +45,20 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     return True
   def tile() -> int: return prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST))
 
+  if k.has_local and k.reduce_op and len(k.reduceops) == 1 and prod(k.output_shape) < FEW_OUTPUTS:
+    reduces = k.axes_of(AxisType.REDUCE)
+    amt = max((d for d in (GROUP_THREADS, 128, 64, 32, 16) if k.full_shape[reduces[-1]] % d == 0), default=None)
+    if amt is not None and try_opt(Opt(OptOps.GROUP, reduces[-1], amt)):
+      _workgroup(k, try_opt, GROUP_THREADS // amt)
+      return applied
+
   if not k.reduce_op:
     # elementwise: a strip of VECTOR_WIDTH along the innermost output axis that is contiguous
     for a in reversed(k.axes_of(AxisType.GLOBAL)):
       if k.full_shape[a] % VECTOR_WIDTH == 0 and k.full_shape[a] > VECTOR_WIDTH and _vector_score(k, a, True) > 0:
         if try_opt(Opt(OptOps.UPCAST, a, VECTOR_WIDTH)): try_opt(Opt(OptOps.VECTORIZE, a + 1, 0))
         break
+    if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
     return applied
 
   # 1. the vector axis: the best-scoring output or reduction axis that splits into whole vectors (4 lanes, else 2)
@@ -90,6 +102,8 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
       divisor = max((d for d in range(1, min(block, k.full_shape[inner]) + 1) if k.full_shape[inner] % d == 0), default=1)
       if divisor < k.full_shape[inner]: try_opt(Opt(OptOps.THREAD, inner, divisor))
 
+  if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
+
   # 4. unroll the innermost non-vector reduction when it is short
   reduces = [a for a in k.axes_of(AxisType.REDUCE)]
   if reduces:
@@ -98,3 +112,15 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     if size <= MAX_UNROLL: try_opt(Opt(OptOps.UNROLL, a, 0))
     elif size % 2 == 0: try_opt(Opt(OptOps.UNROLL, a, 2))
   return applied
+
+def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:
+  """Output axes become a workgroup's threads, innermost first (neighbouring threads touch neighbouring memory); an
+  innermost axis that no useful size divides is padded first."""
+  axes = k.axes_of(AxisType.GLOBAL)
+  if axes and k.full_shape[axes[-1]] > 32 and k.full_shape[axes[-1]] % 16: try_opt(Opt(OptOps.PADTO, axes[-1], 32))
+  threads = prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL, AxisType.GROUP))
+  for a in reversed(k.axes_of(AxisType.GLOBAL)):
+    size = k.full_shape[a]
+    amt = max((d for d in (256, 128, 64, 32, 16, 8, 4, 2) if size % d == 0 and threads * d <= max_threads), default=None)
+    if amt is not None and try_opt(Opt(OptOps.LOCAL, a, amt)): threads *= amt
+    if threads * 2 > max_threads: break

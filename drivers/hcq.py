@@ -31,14 +31,17 @@ class HCQSignal:
   @property
   def timestamp(self) -> float: return float(self.mem[1])
   def stamp(self) -> None: self.mem[1] = int(time.perf_counter() * 1e6)
-  def wait(self, value: int, timeout_ms: int | None = None) -> None:
-    """Block until value >= `value`; HCQTimeoutError naming the device, signal and the value seen."""
+  def wait(self, value: int, timeout_ms: int | None = None, failed: Callable[[], bool] = lambda: False) -> None:
+    """Block until value >= `value`, or until `failed()` (the writer has stopped); HCQTimeoutError naming the device,
+    signal and the value seen."""
     timeout_ms = WAIT_TIMEOUT_MS if timeout_ms is None else timeout_ms
     deadline = time.perf_counter() + timeout_ms / 1000
     spins = 0
     while self.mem[0] < value:
       spins += 1
-      if spins > 1000: time.sleep(50e-6)
+      if spins > 1000:
+        time.sleep(50e-6)
+        if failed(): return
       if time.perf_counter() > deadline:
         raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")
 
@@ -196,13 +199,14 @@ class HCQCompiled(Compiled):
       profile_events.append(ProfileEvent(self.device, f"copy {nbytes} B {src_dev.device} -> {self.device}", start.timestamp, end.timestamp))
   def synchronize(self, timeout_ms: int | None = None) -> None:
     """Wait for everything submitted; an engine error or a timeout raises (and the device stays usable)."""
-    try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms)
+    try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms, failed=lambda: self.error is not None)
     except HCQTimeoutError:
       err, self.error = self.error, None
       self.timeline_signal.value = self.timeline_value - 1  # give up on the lost work so the device can go on
       raise HCQTimeoutError(f"{err}" if err else f"{self.device}: timeline is stuck before {self.timeline_value - 1}") from None
     if self.error is not None:
       err, self.error = self.error, None
+      self.timeline_signal.value = self.timeline_value - 1  # the failed work won't signal: give up on it
       raise RuntimeError(err)
 
 class HCQProgram:

@@ -1,6 +1,6 @@
-"""PYTHON device: runs linear programs with numpy, every thread of a launch (or of one workgroup, when the program
-shares local memory) in lockstep: each UOp is one numpy operation over all threads. It needs no compiler, so
-codegen can be checked anywhere, and it executes the kernels that the hardware models launch."""
+"""PYTHON device: runs linear programs with numpy, every thread of a launch in lockstep: each UOp is one numpy
+operation over all threads, and each workgroup has its own copy of local memory. It needs no compiler, so codegen
+can be checked anywhere, and it executes the kernels that the hardware models launch."""
 from __future__ import annotations
 import pickle
 import numpy as np
@@ -85,18 +85,13 @@ class PythonProgram(HCQProgram):
     for i, u in enumerate(self.uops):
       if u.op is Ops.RANGE: stack.append(i)
       elif u.op is Ops.ENDRANGE: self.end_of[stack.pop()] = i
-    self.shares_memory = any(u.op in (Ops.DEFINE_LOCAL, Ops.BARRIER) for u in self.uops)
 
   def execute(self, args: list, global_size, local_size) -> None:
     bufs, vals = args[:self.nbufs], tuple(args[self.nbufs:])
     local_size = tuple(local_size or (1, 1, 1))
     groups, per_group = prod(global_size), prod(local_size)
-    with np.errstate(all="ignore"):
-      if self.shares_memory:
-        for g in range(groups): self._run(bufs, vals, np.full(per_group, g), np.arange(per_group), global_size, local_size)
-      else:
-        t = np.arange(groups * per_group)
-        self._run(bufs, vals, t // per_group, t % per_group, global_size, local_size)
+    t = np.arange(groups * per_group)
+    with np.errstate(all="ignore"): self._run(bufs, vals, t // per_group, t % per_group, global_size, local_size)
 
   def _run(self, bufs, vals, group: np.ndarray, lane: np.ndarray, global_size, local_size) -> None:
     n = len(group)
@@ -120,7 +115,7 @@ class PythonProgram(HCQProgram):
       elif op is Ops.DEFINE_GLOBAL: v[u] = bufs[u.arg]
       elif op is Ops.DEFINE_VAR: v[u] = np.array(next(user_vars), dtype=np_type(u.dtype))
       elif op is Ops.SPECIAL: v[u] = (gid if u.arg[0].startswith("g") else lid)[int(u.arg[0][-1])].astype(np_type(u.dtype))
-      elif op is Ops.DEFINE_LOCAL: v[u] = np.zeros(u.dtype.size * u.dtype.base.itemsize, dtype=np.uint8)
+      elif op is Ops.DEFINE_LOCAL: v[u] = np.zeros(int(group.max(initial=0) + 1) * u.dtype.size * u.dtype.base.itemsize, dtype=np.uint8)
       elif op is Ops.BARRIER: pass  # the workgroup runs in lockstep: every thread is already here
       elif op is Ops.IF: active.append(active[-1] & np.broadcast_to(v[u.src[0]], (n,)))
       elif op is Ops.ENDIF: active.pop()
@@ -140,8 +135,8 @@ class PythonProgram(HCQProgram):
           continue
         loop_stack.pop()
       elif op is Ops.DEFINE_ACC: v[u] = np.broadcast_to(v[u.src[0]], (n, u.dtype.count) if u.dtype.count > 1 else (n,)).copy()
-      elif op is Ops.LOAD: v[u] = self._load(u, v)
-      elif op is Ops.STORE: self._store(u, v, n, active[-1])
+      elif op is Ops.LOAD: v[u] = self._load(u, v, group)
+      elif op is Ops.STORE: self._store(u, v, n, active[-1], group)
       elif op is Ops.VECTORIZE: v[u] = np.stack([np.broadcast_to(v[s], (n,)) for s in u.src], axis=-1)
       elif op is Ops.GEP: v[u] = v[u.src[0]][..., u.arg]
       elif op is Ops.CAST: v[u] = _cast(np.asarray(v[u.src[0]]), u.src[0].dtype, u.dtype)
@@ -153,17 +148,22 @@ class PythonProgram(HCQProgram):
       pc += 1
 
   def _memory(self, buf: UOp, mem: np.ndarray) -> np.ndarray: return mem.view(_STORAGE[buf.dtype.base.scalar])
-  def _load(self, u: UOp, v: dict) -> np.ndarray:
+  @staticmethod
+  def _element(buf: UOp, idx, group: np.ndarray) -> np.ndarray:
+    """Element index into a buffer; local memory holds one copy per workgroup."""
+    idx = np.asarray(idx).astype(np.int64)
+    return idx + group * buf.dtype.size if buf.op is Ops.DEFINE_LOCAL else idx
+  def _load(self, u: UOp, v: dict, group: np.ndarray) -> np.ndarray:
     if len(u.src) == 1: return v[u.src[0]].copy()
     mem = self._memory(u.src[0], v[u.src[0]])
-    idx = np.asarray(v[u.src[1]]).astype(np.int64)
+    idx = self._element(u.src[0], v[u.src[1]], group)
     if u.dtype.count > 1: idx = idx[..., None] + np.arange(u.dtype.count)
     raw = mem[idx]
     sc = u.dtype.scalar
     if sc == dtypes.bool: return raw != 0
     if sc == dtypes.bfloat16: return (raw.astype(np.uint32) << 16).view(np.float32)
     return raw
-  def _store(self, u: UOp, v: dict, n: int, active: np.ndarray) -> None:
+  def _store(self, u: UOp, v: dict, n: int, active: np.ndarray, group: np.ndarray) -> None:
     if len(u.src) == 2:
       v[u.src[0]][...] = np.where(active.reshape(-1, *[1] * (v[u.src[0]].ndim - 1)), v[u.src[1]], v[u.src[0]])
       return
@@ -172,10 +172,10 @@ class PythonProgram(HCQProgram):
     sc = val.dtype.scalar
     data = np.asarray(v[val])
     if sc == dtypes.bfloat16: data = (round_bf16(data).view(np.uint32) >> 16).astype(np.uint16)
-    index = np.broadcast_to(np.asarray(v[idx]).astype(np.int64), (n,))
+    index = np.broadcast_to(self._element(buf, v[idx], group), (n,))
     if val.dtype.count > 1: index = index[..., None] + np.arange(val.dtype.count)
-    keep = active.reshape(-1, *[1] * (index.ndim - 1)) & (np.broadcast_to(v[u.src[3]], index.shape) if len(u.src) == 4 else True)
-    keep = np.broadcast_to(keep, index.shape)
+    per_thread = lambda x: x.reshape(-1, *[1] * (index.ndim - 1)) if x.ndim == 1 else x  # one gate for all of a thread's lanes
+    keep = np.broadcast_to(per_thread(active) & (per_thread(np.asarray(v[u.src[3]])) if len(u.src) == 4 else True), index.shape)
     mem[index[keep]] = np.broadcast_to(data, index.shape).astype(mem.dtype)[keep]
 
 class PythonDevice(HCQCompiled):

@@ -73,6 +73,17 @@ def test_timeout_names_signal_and_device_stays_usable(name):
   assert (Tensor([1.0, 2.0], device=name) * 2).tolist() == [2.0, 4.0]
 
 @pytest.mark.parametrize("name", DEVICES)
+def test_failing_command_is_reported_without_waiting_for_the_timeout(name):
+  class Broken:
+    def execute(self, args, global_size, local_size): raise ValueError("kernel exploded")
+  dev = Device[name]
+  dev.compute_queue().exec(Broken(), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  start = time.perf_counter()
+  with pytest.raises(RuntimeError, match=f"{name} compute engine: ValueError: kernel exploded"): dev.synchronize(timeout_ms=20000)
+  assert time.perf_counter() - start < 5
+  dev.synchronize()  # the failure is reported once and the device goes on
+
+@pytest.mark.parametrize("name", DEVICES)
 def test_timestamps_increase(name):
   dev = Device[name]
   sigs = [dev.new_signal() for _ in range(3)]
