@@ -9,7 +9,12 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
 
-PTX_VERSION = {"sm_80": "7.8", "sm_86": "7.8", "sm_87": "7.8", "sm_89": "7.8", "sm_90": "7.8", "sm_90a": "8.0", "sm_100": "8.6", "sm_120": "8.7"}
+def ptx_version(arch: str) -> str:
+  """The PTX ISA version to declare for `arch` (sm_NN, optionally with an a/f suffix): the oldest that knows it."""
+  if not (m := re.fullmatch(r"sm_(\d+)([af]?)", arch)) or int(m.group(1)) < 80:
+    raise ValueError(f"the PTX renderer targets sm_80 and newer, not {arch!r}")
+  sm = int(m.group(1))
+  return "8.7" if sm >= 120 else "8.6" if sm >= 100 else "8.0" if m.group(2) else "7.8"
 # register prefix and declaration type of each register class
 REG_CLASSES = {"pred": ("%p", ".pred"), "b16": ("%rs", ".b16"), "b32": ("%r", ".b32"), "b64": ("%rd", ".b64"), "f32": ("%f", ".f32"), "f64": ("%fd", ".f64")}
 # dtype -> (register class, instruction type, memory type)
@@ -18,13 +23,14 @@ TYPES: dict[DType, tuple[str, str, str]] = {
   dtypes.int16: ("b16", "s16", "s16"), dtypes.uint16: ("b16", "u16", "u16"), dtypes.int32: ("b32", "s32", "s32"),
   dtypes.uint32: ("b32", "u32", "u32"), dtypes.int64: ("b64", "s64", "s64"), dtypes.uint64: ("b64", "u64", "u64"),
   dtypes.float16: ("b16", "f16", "b16"), dtypes.float32: ("f32", "f32", "f32"), dtypes.float64: ("f64", "f64", "f64"),
-  dtypes.bfloat16: ("f32", "f32", "u16")}
+  dtypes.bfloat16: ("f32", "f32", "u16"), dtypes.fp8e4m3: ("b16", "u16", "u8"), dtypes.fp8e5m2: ("b16", "u16", "u8")}
+FP8 = (dtypes.fp8e4m3, dtypes.fp8e5m2)  # bytes to load, store and bitcast; the frontend converts them through float32
 SPECIAL_REGS = {"g": "%ctaid", "l": "%tid"}
 # 2*pi split in two floats (Cody-Waite) so that sin's argument reduction keeps the low bits
 TWO_PI_HI, TWO_PI_LO = 6.28318548202514648, -1.7484555314695172e-07
 
 def ptx_type(dt: DType) -> tuple[str, str, str]:
-  if (t := TYPES.get(dt.scalar)) is None: raise TypeError(f"the PTX renderer can't compute with {dt}; the frontend converts fp8 through float32")
+  if (t := TYPES.get(dt.scalar)) is None: raise TypeError(f"the PTX renderer has no {dt}")
   return t
 def bits_of(dt: DType) -> int: return 1 if dt.scalar == dtypes.bool else 8 * max(dt.scalar.itemsize, 2) if dt.scalar != dtypes.bfloat16 else 32
 def _f32(x: float) -> str: return f"0f{struct.unpack('<I', struct.pack('<f', x))[0]:08X}"
@@ -46,7 +52,7 @@ class PTXRenderer(Renderer):
   launch_dims = 3
   vector_width = 4
   def __init__(self, arch: str = "sm_90"):
-    if arch not in PTX_VERSION: raise ValueError(f"the PTX renderer doesn't know {arch!r} (known: {', '.join(PTX_VERSION)})")
+    ptx_version(arch)
     self.arch = arch
   def render(self, name: str, uops: list[UOp]) -> str: return _Kernel(name, self.arch).render(uops)
 
@@ -80,7 +86,7 @@ class _Kernel:
     for u in uops: self.val[u] = self.render_one(u)
     decls = [f"  .reg {REG_CLASSES[c][1]} {REG_CLASSES[c][0]}<{n}>;" for c, n in self.counts.items() if n]
     threads = ", ".join(str(d) for d in self.local_dims)
-    head = [f".version {PTX_VERSION[self.arch]}", f".target {self.arch}", ".address_size 64", "",
+    head = [f".version {ptx_version(self.arch)}", f".target {self.arch}", ".address_size 64", "",
             f".visible .entry {self.name}(", ",\n".join(f"  {p}" for p in self.params), f")\n.maxntid {threads}", "{"]
     return "\n".join(head + decls + self.shared + self.prologue + self.lines + ["  ret;", "}", ""])
 
@@ -252,6 +258,7 @@ class _Kernel:
 
   # ---- conversions ----
   def convert(self, x: str, src: DType, dst: DType, prologue: bool = False) -> str:
+    if src in FP8 or dst in FP8: raise TypeError(f"the PTX renderer can't cast {src} to {dst}; the frontend converts fp8 through float32")
     scls, st, _ = ptx_type(src)
     dcls, dt_, _ = ptx_type(dst)
     emit = lambda text: self.emit(text, prologue)

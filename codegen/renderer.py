@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from ir.ops import Ops, ALU
 from ir.uop import UOp
 from ir.dtype import dtypes
+from ir.helpers import prod
 
 class Renderer:
   device: str = ""
@@ -32,7 +33,7 @@ class ProgramSpec:
 def estimate(uops: list[UOp]) -> tuple[int, int]:
   """(arithmetic ops, bytes loaded and stored) the program executes, counting every loop iteration."""
   flops = mem = 0
-  mult, stack = 1, []
+  mult, stack = prod(u.arg[1] for u in uops if u.op is Ops.SPECIAL), []  # every GPU thread runs the whole program
   for u in uops:
     if u.op is Ops.RANGE:
       size = u.src[1].vmax - u.src[0].vmin if u.src[1].op is not Ops.CONST or u.src[0].op is not Ops.CONST else u.src[1].arg - u.src[0].arg

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 import numpy as np
 from ir.switches import DEBUG, PROFILE, getenv
+from ir.dtype import dtypes
 from ir.uop import UOp, sym_infer
 from drivers.device import Compiled, Device
 
@@ -19,17 +20,18 @@ WAIT_TIMEOUT_MS = getenv("HCQDEV_WAIT_TIMEOUT_MS", 30000)
 class HCQTimeoutError(RuntimeError): pass
 
 class HCQSignal:
-  """value (u64) and timestamp (u64, microseconds) at `mem` (16 bytes the device can write)."""
-  def __init__(self, mem: np.ndarray, owner: str, name: str = "signal"):
+  """value (u64) and timestamp (u64, in ticks of `ticks_per_us`) at `mem` (16 bytes the device can write); `va` is
+  where the device's engines see them (None for software engines)."""
+  def __init__(self, mem: np.ndarray, owner: str, name: str = "signal", va: int | None = None, ticks_per_us: int = 1):
     assert mem.dtype == np.uint64 and mem.size >= 2
-    self.mem, self.owner, self.name = mem, owner, name
+    self.mem, self.owner, self.name, self.va, self.ticks_per_us = mem, owner, name, va, ticks_per_us
   def __repr__(self) -> str: return f"<{self.name} of {self.owner} = {self.value}>"
   @property
   def value(self) -> int: return int(self.mem[0])
   @value.setter
   def value(self, v: int) -> None: self.mem[0] = v
   @property
-  def timestamp(self) -> float: return float(self.mem[1])
+  def timestamp(self) -> float: return float(self.mem[1]) / self.ticks_per_us
   def stamp(self) -> None: self.mem[1] = int(time.perf_counter() * 1e6)
   def wait(self, value: int, timeout_ms: int | None = None, failed: Callable[[], bool] = lambda: False) -> None:
     """Block until value >= `value`, or until `failed()` (the writer has stopped); HCQTimeoutError naming the device,
@@ -47,8 +49,13 @@ class HCQSignal:
 
 @dataclass(frozen=True)
 class PatchSlot:
-  """A queue word filled in at submit from var_vals[name] (used for objects, e.g. an input buffer)."""
+  """A queue word filled in at submit from var_vals[name] (used for objects, e.g. an input buffer), or from
+  `part(var_vals[name])` (e.g. the low 32 bits of that buffer's device address)."""
   name: str
+  part: Callable[[Any], Any] | None = None
+  def resolve(self, var_vals: dict[str, Any]) -> Any:
+    obj = var_vals[self.name]
+    return obj if self.part is None else self.part(obj)
 
 class HWQueue:
   """A list of commands: `wait`, `signal`, `timestamp`, `exec`, `copy`, `memory_barrier`; `submit` runs it."""
@@ -65,7 +72,7 @@ class HWQueue:
     """The words with every patch filled in."""
     if not self._patches: return self._q
     words = list(self._q)
-    for at, p in self._patches: words[at] = var_vals[p.name] if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
+    for at, p in self._patches: words[at] = p.resolve(var_vals) if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
     return words
   def bind(self, dev: HCQCompiled) -> HWQueue:
     """Keep this queue's commands on the device so that submitting it again only patches words."""
@@ -161,11 +168,13 @@ atexit.register(_write_profile)
 
 class HCQCompiled(Compiled):
   """A device driven by command queues: a timeline signal orders submissions; synchronize waits for the last one."""
+  timestamp_ticks_per_us = 1  # the unit of the timestamps the device's engines write
   def __init__(self, device: str, allocator, renderer, compiler, runtime: Callable, compute_queue: type[HWQueue],
-               copy_queue: type[HWQueue] | None = None):
+               copy_queue: type[HWQueue] | None = None, signal_memory: tuple[np.ndarray, int | None] | None = None):
+    """signal_memory: (uint64 array the engines can write, its device address); host memory by default."""
     super().__init__(device, allocator, renderer, compiler, runtime, graph=HCQGraph)
     self.compute_queue_t, self.copy_queue_t = compute_queue, copy_queue
-    self.signal_pool = np.zeros(2 * 4096, dtype=np.uint64)
+    self.signal_pool, self.signal_va = signal_memory if signal_memory is not None else (np.zeros(2 * 4096, dtype=np.uint64), None)
     self._next_signal = 0
     self.timeline_signal, self.timeline_value = self.new_signal("timeline"), 1
     self.submissions, self.error = 0, None
@@ -173,7 +182,9 @@ class HCQCompiled(Compiled):
     self._timing_at = 0
   def new_signal(self, name: str = "signal", value: int = 0) -> HCQSignal:
     if self._next_signal >= len(self.signal_pool) // 2: raise RuntimeError(f"{self.device}: out of signals")
-    sig = HCQSignal(self.signal_pool[2 * self._next_signal:2 * self._next_signal + 2], self.device, name)
+    at = 2 * self._next_signal
+    sig = HCQSignal(self.signal_pool[at:at + 2], self.device, name, None if self.signal_va is None else self.signal_va + 8 * at,
+                    self.timestamp_ticks_per_us)
     self._next_signal += 1
     sig.value = value
     return sig
@@ -182,6 +193,9 @@ class HCQCompiled(Compiled):
     return self._timing[self._timing_at]
   def compute_queue(self) -> HWQueue: return self.compute_queue_t()
   def copy_queue(self) -> HWQueue: return (self.copy_queue_t or self.compute_queue_t)()
+  def check_faults(self) -> str | None:
+    """What the device reports about a failure of its engines (a channel error), or None."""
+    return None
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
@@ -200,10 +214,10 @@ class HCQCompiled(Compiled):
   def synchronize(self, timeout_ms: int | None = None) -> None:
     """Wait for everything submitted; an engine error or a timeout raises (and the device stays usable)."""
     try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms, failed=lambda: self.error is not None)
-    except HCQTimeoutError:
-      err, self.error = self.error, None
+    except HCQTimeoutError as e:
+      err, self.error = self.error or self.check_faults(), None
       self.timeline_signal.value = self.timeline_value - 1  # give up on the lost work so the device can go on
-      raise HCQTimeoutError(f"{err}" if err else f"{self.device}: timeline is stuck before {self.timeline_value - 1}") from None
+      raise HCQTimeoutError(f"{err}" if err else str(e)) from None
     if self.error is not None:
       err, self.error = self.error, None
       self.timeline_signal.value = self.timeline_value - 1  # the failed work won't signal: give up on it
@@ -238,9 +252,9 @@ class HCQGraph:
   def __init__(self, items: list, input_slots: dict[int, int]):
     dev_of = lambda ei: Device[ei.runner.device] if ei.runner is not None else Device[ei.bufs[0].device]
     self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
-    self.base = UOp.variable("graph_base", 0, 2**62)
+    self.base = UOp.variable("graph_base", 0, 2**62, dtypes.int64)
     self.signals = {d: d.new_signal("graph") for d in self.devices}
-    self.queues = {d: d.compute_queue().wait(d.timeline_signal, UOp.variable(f"start_{i}", 0, 2**62)).memory_barrier() for i, d in enumerate(self.devices)}
+    self.queues = {d: d.compute_queue().wait(d.timeline_signal, UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64)).memory_barrier() for i, d in enumerate(self.devices)}
     count = {d: 0 for d in self.devices}
     writer: dict[int, tuple[HCQCompiled, int]] = {}  # buffer -> (device, signal offset after its last write)
     def arg(b): return PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf
@@ -257,7 +271,7 @@ class HCQGraph:
       q.signal(self.signals[dev], self.base + count[dev])
       writer[id(ei.bufs[0].base)] = (dev, count[dev])
     self.span = max(count.values()) + 1
-    for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62)).bind(d)
+    for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0
   def __call__(self, inputs: list) -> None:
     var_vals: dict[str, Any] = {f"input{k}": b._buf for k, b in enumerate(inputs)}

@@ -93,6 +93,10 @@ class System:
     return _check(int(ffi.cast("uintptr_t", libc.mmap(ffi.cast("void*", addr), size, prot, flags, fd, offset))), f"mmap of {size} bytes at offset {offset:#x}")
   def munmap(self, addr: int, size: int) -> None: munmap(addr, size)
   def read_text(self, path: str) -> str: return pathlib.Path(path).read_text()
+  def toolchain(self, vendor_path: str, arch: str):
+    """(renderer, compiler) for the GPUs behind `vendor_path`, or None for the vendor's real toolchain (a software
+    model supplies one whose binaries it can run)."""
+    return None
   def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     """PCI functions from sysfs, optionally only one vendor's."""

@@ -54,6 +54,7 @@ class UOp:
   @staticmethod
   def variable(name: str, vmin: int, vmax: int, dtype: DType = dtypes.int32) -> UOp:
     if not vmin <= vmax: raise ValueError(f"Variable {name!r} has an empty range [{vmin}, {vmax}]")
+    if not dtypes.min(dtype) <= vmin <= vmax <= dtypes.max(dtype): raise ValueError(f"Variable {name!r}: [{vmin}, {vmax}] doesn't fit {dtype.name}")
     return UOp(Ops.DEFINE_VAR, dtype, (), (name, vmin, vmax))
   def bind(self, value: int) -> UOp:
     assert self.op is Ops.DEFINE_VAR, "only a Variable can be bound"

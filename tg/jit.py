@@ -10,7 +10,7 @@ from ir.ops import Ops
 from ir.shapetracker import ShapeTracker
 from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE
 from drivers.device import Buffer, Device, GlobalCounters
-from tg.realize import ExecItem, capture_stack
+from tg.realize import ExecItem, capture_stack, engine_copies
 from tg.schedule import buffer_of
 from tg.tensor import Tensor
 
@@ -67,9 +67,9 @@ class GraphBatch:
 def _device_of(ei: ExecItem) -> str: return ei.runner.device if ei.runner is not None else ei.bufs[0].device
 
 def _graph_of(ei: ExecItem) -> type | None:
-  """The graph executor that can run this call: its device's, and for a copy the one both devices share."""
+  """The graph executor that can run this call: its device's, and for a copy one that its copy engine can do."""
   graph = Device[_device_of(ei)].graph
-  if ei.runner is None and Device[ei.bufs[1].device].graph is not graph: return None
+  if ei.runner is None and not engine_copies(ei.bufs[0].device, ei.bufs[1].device): return None
   return graph
 
 def batch_into_graphs(items: list[ExecItem], slots: dict[int, int]) -> list[ExecItem | GraphBatch]:

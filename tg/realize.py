@@ -85,11 +85,16 @@ def get_runner(device: str, ast: UOp) -> CompiledRunner:
   if (runner := _runners.get(key)) is None: runner = _runners[key] = CompiledRunner(device, ast)
   return runner
 
+def engine_copies(dest: str, src: str) -> bool:
+  """Whether a copy between these devices runs on the destination's copy engine (both sides in host memory)."""
+  ddev, sdev = Device[dest], Device[src]
+  return hasattr(ddev, "transfer") and hasattr(sdev, "transfer") and isinstance(ddev.allocator, HostAllocator) and isinstance(sdev.allocator, HostAllocator)
+
 def run_copy(dest: Buffer, src: Buffer) -> float:
   st = time.perf_counter()
   src.ensure_allocated()
   ddev, sdev = Device[dest.device], Device[src.device]
-  if hasattr(ddev, "transfer") and hasattr(sdev, "transfer") and isinstance(ddev.allocator, HostAllocator) and isinstance(sdev.allocator, HostAllocator):
+  if engine_copies(dest.device, src.device):
     ddev.transfer(dest.ensure_allocated()._buf, src._buf, dest.nbytes, sdev)  # both in host memory: the copy engine moves it
   else: dest.copyin(memoryview(src.as_bytes()))
   et = time.perf_counter() - st

@@ -1,8 +1,9 @@
 """The MOCK interface: a System whose device files are software models. A vendor model registers the paths it
 serves (`register(prefix, model)`); opening such a path gives a file descriptor whose ioctls and mmaps go to the
-model, which also plays the GPU's command processor. Everything else behaves like a missing device."""
+model, which also plays the GPU's command processor. Everything else behaves like a missing device. The vendor
+models in this package are registered on first use."""
 from __future__ import annotations
-import errno, os
+import errno, importlib, os
 from dataclasses import dataclass
 from typing import Any
 from drivers.system import PCIDevice, System, mmap_anonymous
@@ -19,17 +20,30 @@ class DeviceModel:
   def close(self, handle: Any) -> None: pass
   def ioctl(self, handle: Any, name: str, request: int, arg) -> int: raise OSError(errno.ENOTTY, f"ioctl {name} ({request:#x}): not modelled")
   def mmap(self, handle: Any, addr: int, size: int, prot: int, flags: int, offset: int) -> int: return mmap_anonymous(size)
+  def munmap(self, handle: Any, addr: int, size: int) -> None: pass  # the model owns the memory it mapped
+  def toolchain(self, arch: str) -> tuple[Any, Any] | None: return None
+
+# path prefix -> "module:Class" of the built-in vendor models
+BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel"}
 
 class MockSystem(System):
   def __init__(self):
     self.models: dict[str, DeviceModel] = {}
     self.files: dict[int, tuple[DeviceModel, Any]] = {}
+    self.mappings: dict[int, tuple[DeviceModel, Any]] = {}  # address -> the model (and file) that mapped it
     self._next_fd = 1 << 20  # far from real descriptors
   def register(self, prefix: str, model: DeviceModel) -> None: self.models[prefix] = model
   def _model(self, path: str) -> DeviceModel:
     for prefix, model in self.models.items():
       if path.startswith(prefix): return model
+    for prefix, where in BUILTIN_MODELS.items():
+      if path.startswith(prefix):
+        module, cls = where.split(":")
+        self.register(prefix, model := getattr(importlib.import_module(module), cls)())
+        return model
     raise OSError(errno.ENOENT, f"can't open {path}: no such device in the mock system")
+  def toolchain(self, vendor_path: str, arch: str):
+    return self._model(vendor_path).toolchain(arch)
   def open(self, path: str, flags: int = os.O_RDWR) -> int:
     model = self._model(path)
     fd, self._next_fd = self._next_fd, self._next_fd + 1
@@ -52,7 +66,12 @@ class MockSystem(System):
   def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
     if fd == -1: return mmap_anonymous(size, prot)
     model, handle = self._file(fd)
-    return model.mmap(handle, addr, size, prot, flags, offset)
+    at = model.mmap(handle, addr, size, prot, flags, offset)
+    self.mappings[at] = (model, handle)
+    return at
+  def munmap(self, addr: int, size: int) -> None:
+    if (mapped := self.mappings.pop(addr, None)) is None: return super().munmap(addr, size)
+    mapped[0].munmap(mapped[1], addr, size)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
   def read_text(self, path: str) -> str: raise OSError(errno.ENOENT, f"{path}: not modelled")

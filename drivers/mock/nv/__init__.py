@@ -1,0 +1,1 @@
+"""Software models of NVIDIA GPUs: the PTX reference interpreter."""

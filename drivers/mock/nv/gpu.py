@@ -1,0 +1,439 @@
+"""The GPU behind the NV model: its identity per architecture (classes, SM version, PCI id), its memory as the GPU
+sees it (a page table from GPU virtual ranges to host pages), and its front end: channels whose GPFIFO rings a poll
+thread consumes (USERD GPGet +0x88 / GPPut +0x8C), decoding push buffers into method writes for the host (semaphores),
+compute (QMD launches: the PTX a mock cubin carries, run on the PTX interpreter) and copy (LAUNCH_DMA) classes (docs/nv.md §2-§4).
+
+Faults stop the channel where they happen (GPGet stays on the faulting entry), append a message to `faults` and fill
+the channel's error notifier (NvNotification: u64 ns timestamp, u32 info32 = the Xid-like code below, u16 info16 = 0,
+u16 status = 0xFFFF):
+  13 XID_ENGINE      a compute or copy class rejected a method, a QMD or a launch (the program raised, bad sizes)
+  31 XID_MMU         an access to a GPU virtual address that no mapping covers
+  32 XID_PUSHBUFFER  a malformed push buffer or GPFIFO state, an unknown host method, a method on an unbound subchannel
+"""
+from __future__ import annotations
+import bisect, ctypes, errno, struct, threading, time
+from dataclasses import dataclass, field
+import cffi
+import numpy as np
+from ir.helpers import prod
+from drivers import system
+from drivers.nv import pushbuf, qmd
+from drivers.nv import rm_abi as rm
+from drivers.nv.pushbuf import Compute, Copy, Host
+from drivers.mock.nv.ptx_interpreter import ArrayMemory, PTXError, PTXFault, PTXModule
+from drivers.mock.nv.toolchain import PROGRAM_MAGIC, param_offset
+
+XID_ENGINE, XID_MMU, XID_PUSHBUFFER = 13, 31, 32
+HOT_POLL_S, IDLE_SLEEP_S, IDLE_LONG_S, DOZE_S = 0.005, 0.0002, 0.1, 0.002  # spin after work, then nap, then doze when long idle
+MAX_CHAIN = 1 << 16                       # dependent-QMD launches followed from one launch (a cycle faults, not hangs)
+USERD_GP_GET, USERD_GP_PUT, USERD_SIZE = 0x88, 0x8C, 512
+
+@dataclass(frozen=True)
+class Arch:
+  name: str
+  sm_version: int                # GR_GET_INFO SM_VERSION: major << 8 | minor
+  pci_device: int
+  max_warps_per_sm: int
+  gpfifo: tuple[int, ...]
+  compute: int
+  dma: int
+  usermode: tuple[int, ...]
+  gpcs: int = 1
+  tpc_per_gpc: int = 2
+  sm_per_tpc: int = 2
+  @property
+  def sm(self) -> int: return (self.sm_version >> 8) * 10 + (self.sm_version & 0xff)
+  @property
+  def param_offset(self) -> int: return param_offset(self.sm)
+  @property
+  def classes(self) -> tuple[int, ...]:
+    """The device's class list (GET_CLASSLIST), which is also what RM_ALLOC accepts."""
+    return (rm.NV01_DEVICE_0, rm.NV20_SUBDEVICE_0, rm.NV01_MEMORY_SYSTEM, rm.NV01_MEMORY_LOCAL_USER, rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+            rm.FERMI_CONTEXT_SHARE_A, rm.FERMI_VASPACE_A, rm.KEPLER_CHANNEL_GROUP_A, *self.gpfifo, self.compute, self.dma, *self.usermode)
+
+ARCHS = {
+  "ampere": Arch("ampere", 0x806, 0x2204, 48, (rm.AMPERE_CHANNEL_GPFIFO_A,), rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B,
+                 (rm.TURING_USERMODE_A, rm.AMPERE_USERMODE_A)),
+  "ada": Arch("ada", 0x809, 0x2684, 48, (rm.AMPERE_CHANNEL_GPFIFO_A,), rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B,
+              (rm.TURING_USERMODE_A, rm.AMPERE_USERMODE_A)),
+  "hopper": Arch("hopper", 0x900, 0x2335, 64, (rm.HOPPER_CHANNEL_GPFIFO_A, rm.AMPERE_CHANNEL_GPFIFO_A), rm.HOPPER_COMPUTE_A,
+                 rm.HOPPER_DMA_COPY_A, (rm.HOPPER_USERMODE_A, rm.TURING_USERMODE_A)),
+  "blackwell": Arch("blackwell", 0xa00, 0x2901, 64, (rm.BLACKWELL_CHANNEL_GPFIFO_A,), rm.BLACKWELL_COMPUTE_A, rm.BLACKWELL_DMA_COPY_A,
+                    (rm.HOPPER_USERMODE_A,)),
+}
+
+class GPUFault(Exception):
+  def __init__(self, xid: int, message: str):
+    super().__init__(message)
+    self.xid = xid
+
+# ---------------- host pages
+
+_ffi = cffi.FFI()
+_ffi.cdef("void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...);")
+_libc = _ffi.dlopen(None)
+MREMAP_MAYMOVE, MREMAP_FIXED = 1, 2
+
+def _shared_pages(size: int) -> int:
+  """Fresh zeroed MAP_SHARED pages: unlike private ones they can be mapped a second time (a CPU mapping)."""
+  addr = int(system.ffi.cast("uintptr_t", system.libc.mmap(system.ffi.NULL, size, system.PROT_READ | system.PROT_WRITE,
+                                                             system.MAP_SHARED | system.MAP_ANONYMOUS, -1, 0)))
+  if addr == 2**64 - 1: raise OSError(errno.ENOMEM, f"can't allocate {size} bytes of model memory")
+  return addr
+
+class Memory:
+  """The pages behind an RM memory object: the model's own (vidmem, sysmem, usermode) or the user's (OS descriptor).
+  Pins (GPU mappings, channels using it as USERD or notifier) keep the model's pages alive after RM_FREE."""
+  def __init__(self, size: int, host: int | None = None):
+    self.size, self.owned = size, host is None
+    self.host = _shared_pages(size) if host is None else host
+    self.pins, self.freed = 0, False
+  def alias(self, offset: int, length: int, at: int | None = None) -> int:
+    """A second host mapping of [offset, offset+length) (at `at` if given): the CPU mapping RM_MAP_MEMORY + mmap make."""
+    start = (self.host + offset) & ~(system.PAGE_SIZE - 1)
+    delta = self.host + offset - start
+    size = -(-(delta + length) // system.PAGE_SIZE) * system.PAGE_SIZE
+    args = (MREMAP_MAYMOVE | MREMAP_FIXED, _ffi.cast("void *", at)) if at is not None else (MREMAP_MAYMOVE,)
+    addr = int(_ffi.cast("uintptr_t", _libc.mremap(_ffi.cast("void *", start), 0, size, *args)))
+    if addr == 2**64 - 1: raise OSError(_ffi.errno, f"can't map {length} bytes of model memory a second time")
+    return addr + delta
+  def pin(self) -> None: self.pins += 1
+  def unpin(self) -> None:
+    self.pins -= 1
+    self.release()
+  def free(self) -> None:
+    self.freed = True
+    self.release()
+  def release(self) -> None:
+    if self.owned and self.freed and not self.pins and self.host:
+      system.munmap(self.host, self.size)
+      self.host = 0
+
+@dataclass(frozen=True)
+class Mapping:
+  va: int
+  size: int
+  mem: Memory
+  offset: int
+  @property
+  def host(self) -> int: return self.mem.host + self.offset
+
+# ---------------- channels
+
+@dataclass(eq=False)
+class Tsg:
+  scheduled: bool = False
+
+@dataclass(eq=False)
+class Channel:
+  name: str
+  cls: int                 # the GPFIFO class
+  token: int               # work-submit token
+  ring: int                # GPU VA of the GPFIFO ring
+  entries: int
+  userd: Memory
+  userd_offset: int
+  notifier: Memory
+  tsg: Tsg
+  objects: set[int] = field(default_factory=set)           # engine classes allocated on the channel
+  bound: dict[int, int] = field(default_factory=dict)      # subchannel -> class (SET_OBJECT)
+  regs: dict[int, dict[int, int]] = field(default_factory=dict)  # subchannel -> method -> last value; host methods under -1
+  inline: bytearray = field(default_factory=bytearray)     # LOAD_INLINE_QMD_DATA so far
+  work: list[tuple[int, int, int]] | None = None           # the method writes of the entry being executed
+  at: int = 0                                              # next method write of `work`
+  faulted: bool = False
+  @property
+  def runnable(self) -> bool: return self.tsg.scheduled and not self.faulted
+  def userd_word(self, offset: int) -> memoryview: return system.memoryview_at(self.userd.host + self.userd_offset + offset, 4).cast("I")
+
+def _engine(cls: int) -> str: return "compute" if cls & 0xff == 0xc0 else "copy"
+INLINE_QMD = range(Compute.LOAD_INLINE_QMD_DATA, Compute.LOAD_INLINE_QMD_DATA + 384, 4)  # one method per QMD dword
+# methods each engine class accepts (anything else faults)
+KNOWN = {"compute": {v for k, v in vars(Compute).items() if k.isupper()} | set(INLINE_QMD), "copy": {v for k, v in vars(Copy).items() if k.isupper()}}
+HOST_NOPS = {Host.NON_STALL_INTERRUPT, Host.MEM_OP_A, Host.MEM_OP_B, Host.MEM_OP_C, Host.MEM_OP_D, Host.WFI}
+HOST_REGS = {Host.SEM_ADDR_LO, Host.SEM_ADDR_HI, Host.SEM_PAYLOAD_LO, Host.SEM_PAYLOAD_HI}
+LAUNCH_ACTIONS = {pushbuf.PCAS_SCHEDULE, pushbuf.PCAS_INVALIDATE_COPY_SCHEDULE, pushbuf.PCAS_PREFETCH_SCHEDULE,
+                  pushbuf.PCAS_INVALIDATE_PREFETCH_COPY_SCHEDULE, pushbuf.PCAS_INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING}
+ACQUIRES = {pushbuf.SEM_ACQUIRE: lambda cur, want, bits: cur == want,
+            pushbuf.SEM_ACQ_STRICT_GEQ: lambda cur, want, bits: cur >= want,
+            pushbuf.SEM_ACQ_CIRC_GEQ: lambda cur, want, bits: (cur - want) % (1 << bits) < 1 << (bits - 1),
+            pushbuf.SEM_ACQ_AND: lambda cur, want, bits: cur & want != 0,
+            pushbuf.SEM_ACQ_NOR: lambda cur, want, bits: ~(cur | want) % (1 << bits) != 0}
+
+def _upper_mask(cls: int) -> int:
+  """Upper address bits a class keeps: 8 on AMPERE_CHANNEL_GPFIFO_A and Ampere/Ada compute, 17 on Ampere copy, 25 from Hopper."""
+  return {rm.AMPERE_CHANNEL_GPFIFO_A: 0xff, rm.AMPERE_COMPUTE_A: 0xff, rm.AMPERE_COMPUTE_B: 0xff, rm.ADA_COMPUTE_A: 0xff,
+          rm.AMPERE_DMA_COPY_A: 0x1ffff, rm.AMPERE_DMA_COPY_B: 0x1ffff}.get(cls, 0x1ffffff)
+
+class GPU:
+  """Memory translation and the front end. Everything runs under `lock` (the model's ioctls take it too)."""
+  def __init__(self, arch: Arch):
+    self.arch = arch
+    self.lock = threading.RLock()
+    self.maps: list[Mapping] = []   # sorted by va, disjoint
+    self.channels: list[Channel] = []
+    self.faults: list[str] = []
+    self._programs: dict[tuple[int, bytes], tuple[PTXModule, str]] = {}
+    self._memory: ArrayMemory | None = None  # every mapping, as the interpreter addresses global memory
+    self._thread: threading.Thread | None = None
+    self._stop = threading.Event()
+
+  # ---- memory
+  def map(self, va: int, size: int, mem: Memory, offset: int) -> None:
+    """GPU VAs [va, va+size) now reach `mem` from `offset`, replacing whatever was mapped there."""
+    with self.lock:
+      self.unmap(va, size)
+      bisect.insort(self.maps, Mapping(va, size, mem, offset), key=lambda m: m.va)
+      mem.pin()
+      self._memory = None
+
+  def unmap(self, va: int, size: int) -> None:
+    """Drops the mappings that start inside [va, va+size) (UVM maps and frees whole ranges)."""
+    with self.lock:
+      for m in [m for m in self.maps if va <= m.va < va + size]:
+        self.maps.remove(m)
+        m.mem.unpin()
+        self._memory = None
+
+  def memory(self) -> ArrayMemory:
+    if self._memory is None:
+      self._memory = ArrayMemory()
+      for m in self.maps: self._memory.add(m.va, np.frombuffer(system.memoryview_at(m.host, m.size), np.uint8))
+    return self._memory
+
+  def mapping(self, va: int, nbytes: int, what: str) -> Mapping:
+    i = bisect.bisect_right(self.maps, va, key=lambda m: m.va) - 1
+    m = self.maps[i] if i >= 0 else None
+    if m is None or va + nbytes > m.va + m.size: raise GPUFault(XID_MMU, f"MMU fault: {what} at GPU VA {va:#x} ({nbytes:#x} bytes) is not mapped")
+    return m
+
+  def host(self, va: int, nbytes: int, what: str = "access") -> int:
+    """The host address behind GPU VAs [va, va+nbytes) (one mapping must cover them all)."""
+    m = self.mapping(va, nbytes, what)
+    return m.host + va - m.va
+
+  def view(self, va: int, nbytes: int, what: str = "access") -> memoryview: return system.memoryview_at(self.host(va, nbytes, what), nbytes)
+
+  def array(self, va: int, what: str = "access") -> np.ndarray:
+    """Bytes from `va` to the end of its mapping, as a numpy uint8 array."""
+    m = self.mapping(va, 1, what)
+    return np.frombuffer(system.memoryview_at(m.host + va - m.va, m.va + m.size - va), np.uint8)
+
+  def read(self, va: int, bits: int, what: str = "read") -> int: return int.from_bytes(self.view(va, bits // 8, what), "little")
+  def write(self, va: int, value: int, bits: int, what: str = "write") -> None:
+    if va % (bits // 8): raise GPUFault(XID_ENGINE, f"{bits}-bit {what} at unaligned GPU VA {va:#x}")
+    self.view(va, bits // 8, what).cast("Q" if bits == 64 else "I")[0] = value % (1 << bits)
+
+  def release(self, va: int, payload: int, bits: int, timestamp: bool, what: str) -> None:
+    """A semaphore release: the timestamp (ns) at va+8 first, so that a reader who sees the payload sees it too."""
+    if timestamp: self.write(va + 8, time.perf_counter_ns(), 64, f"{what} timestamp")
+    self.write(va, payload, bits, what)
+
+  # ---- channels and the poll thread
+  def add_channel(self, ch: Channel) -> None:
+    with self.lock:
+      self.channels.append(ch)
+      ch.userd.pin()
+      ch.notifier.pin()
+
+  def remove_channel(self, ch: Channel) -> None:
+    with self.lock:
+      self.channels.remove(ch)
+      ch.userd.unpin()
+      ch.notifier.unpin()
+
+  def start(self) -> None:
+    if self._thread is None:
+      self._thread = threading.Thread(target=self._poll, name=f"nv-model-{self.arch.name}", daemon=True)
+      self._thread.start()
+
+  def stop(self) -> None:
+    self._stop.set()
+    if self._thread is not None: self._thread.join()
+
+  def _poll(self) -> None:
+    last_work = time.perf_counter()
+    while not self._stop.is_set():
+      with self.lock: worked = [self.step(ch) for ch in list(self.channels) if ch.runnable]
+      now = time.perf_counter()
+      if any(worked): last_work = now
+      idle = now - last_work
+      time.sleep(0 if idle < HOT_POLL_S else IDLE_SLEEP_S if idle < IDLE_LONG_S else DOZE_S)
+
+  def step(self, ch: Channel) -> bool:
+    """Executes the channel's pending entries until it runs dry, waits on an acquire or faults; True if it did anything."""
+    worked, where = False, "GPFIFO"
+    try:
+      while True:
+        get, put = ch.userd_word(USERD_GP_GET)[0], ch.userd_word(USERD_GP_PUT)[0]
+        if ch.work is None:
+          if get == put: return worked
+          where = f"GPFIFO entry {get}"
+          if put >= ch.entries: raise GPUFault(XID_PUSHBUFFER, f"GPPut {put} is past the ring's {ch.entries} entries")
+          entry = pushbuf.decode_gpfifo_entry(self.read(ch.ring + 8 * get, 64, "GPFIFO entry"))
+          words = np.frombuffer(self.view(entry.address, 4 * entry.length, "push buffer"), np.uint32).tolist() if entry.length else []
+          try: ch.work, ch.at = list(pushbuf.decode_pushbuffer(words)), 0
+          except ValueError as e: raise GPUFault(XID_PUSHBUFFER, f"malformed push buffer at {entry.address:#x}: {e}") from None
+        while ch.at < len(ch.work):
+          subc, method, value = ch.work[ch.at]
+          where = f"GPFIFO entry {get}, method {method:#x} = {value:#x} on subchannel {subc}"
+          if not self.method(ch, subc, method, value): return worked
+          ch.at, worked = ch.at + 1, True
+        ch.work, worked = None, True
+        ch.userd_word(USERD_GP_GET)[0] = (get + 1) % ch.entries
+    except GPUFault as e: self.fault(ch, e.xid, f"{e} [{where}]")
+    except Exception as e: self.fault(ch, XID_ENGINE, f"{type(e).__name__}: {e} [{where}]")  # a model bug must not kill the thread
+    return True
+
+  def fault(self, ch: Channel, xid: int, message: str) -> None:
+    ch.faulted = True
+    self.faults.append(f"channel {ch.name}: {message}")
+    if ch.notifier.host: struct.pack_into("<QIHH", system.memoryview_at(ch.notifier.host, 16), 0, time.perf_counter_ns(), xid, 0, 0xFFFF)
+
+  def method(self, ch: Channel, subc: int, method: int, value: int) -> bool:
+    """One method write; False when the channel must wait here (an unsatisfied acquire)."""
+    if method < 0x100: return self.host_method(ch, subc, method, value)
+    if (cls := ch.bound.get(subc)) is None: raise GPUFault(XID_PUSHBUFFER, f"method {method:#x} on subchannel {subc}, which has no class bound")
+    engine = _engine(cls)
+    if method not in KNOWN[engine]: raise GPUFault(XID_ENGINE, f"class {cls:#x} has no method {method:#x} (or the model lacks it)")
+    regs = ch.regs.setdefault(subc, {})
+    regs[method] = value
+    if engine == "copy":
+      if method == Copy.LAUNCH_DMA: self.launch_dma(cls, regs, value)
+    elif method == Compute.SEND_SIGNALING_PCAS2_B and value & 0xf in LAUNCH_ACTIONS:
+      if Compute.SEND_PCAS_A not in regs: raise GPUFault(XID_ENGINE, "SEND_SIGNALING_PCAS2_B without SEND_PCAS_A")
+      self.launch(ch, cls, regs, regs[Compute.SEND_PCAS_A] << 8)
+    elif method in INLINE_QMD: self.inline_qmd(ch, cls, regs, method, value)
+    elif method == Compute.SET_REPORT_SEMAPHORE_D: self.report_semaphore(cls, regs, value)
+    return True
+
+  def host_method(self, ch: Channel, subc: int, method: int, value: int) -> bool:
+    regs = ch.regs.setdefault(-1, {})
+    if method == Host.SET_OBJECT:
+      if value & 0xffff not in ch.objects: raise GPUFault(XID_PUSHBUFFER, f"SET_OBJECT {value & 0xffff:#x}: no such object on this channel")
+      ch.bound[subc] = value & 0xffff
+    elif method in HOST_REGS: regs[method] = value
+    elif method == Host.SEM_EXECUTE: return self.sem_execute(ch, regs, value)
+    elif method not in HOST_NOPS: raise GPUFault(XID_PUSHBUFFER, f"unknown host method {method:#x}")
+    return True
+
+  def sem_execute(self, ch: Channel, regs: dict[int, int], value: int) -> bool:
+    f = pushbuf.decode_sem_execute(value)
+    bits = 64 if f["payload64"] else 32
+    va = (regs.get(Host.SEM_ADDR_HI, 0) & _upper_mask(ch.cls)) << 32 | regs.get(Host.SEM_ADDR_LO, 0) & ~3
+    payload = regs.get(Host.SEM_PAYLOAD_LO, 0) | (regs.get(Host.SEM_PAYLOAD_HI, 0) << 32 if bits == 64 else 0)
+    if f["operation"] == pushbuf.SEM_RELEASE: self.release(va, payload, bits, bool(f["timestamp"]), "semaphore release")
+    elif (check := ACQUIRES.get(f["operation"])) is not None:
+      if va % (bits // 8): raise GPUFault(XID_ENGINE, f"{bits}-bit semaphore acquire at unaligned GPU VA {va:#x}")
+      return check(self.read(va, bits, "semaphore acquire"), payload, bits)
+    else: raise GPUFault(XID_PUSHBUFFER, f"SEM_EXECUTE operation {f['operation']} is not modelled")
+    return True
+
+  # ---- copy engine
+  def launch_dma(self, cls: int, regs: dict[int, int], value: int) -> None:
+    f = pushbuf.decode_launch_dma(value)
+    upper = _upper_mask(cls)
+    def address(hi: int, lo: int) -> int: return (regs.get(hi, 0) & upper) << 32 | regs.get(lo, 0)
+    if f["transfer"] != pushbuf.DMA_TRANSFER_NONE:
+      if f["src_physical"] or f["dst_physical"]: raise GPUFault(XID_ENGINE, "LAUNCH_DMA with physical addresses is not modelled")
+      if not (f["src_pitch"] and f["dst_pitch"]): raise GPUFault(XID_ENGINE, "LAUNCH_DMA with a block-linear layout is not modelled")
+      src, dst = address(Copy.OFFSET_IN_UPPER, Copy.OFFSET_IN_LOWER), address(Copy.OFFSET_OUT_UPPER, Copy.OFFSET_OUT_LOWER)
+      length, lines = regs.get(Copy.LINE_LENGTH_IN, 0), regs.get(Copy.LINE_COUNT, 1) if f["multi_line"] else 1
+      for i in range(lines):
+        s, d = src + i * regs.get(Copy.PITCH_IN, 0), dst + i * regs.get(Copy.PITCH_OUT, 0)
+        ctypes.memmove(self.host(d, length, "copy destination"), self.host(s, length, "copy source"), length)
+    if f["semaphore"] in (pushbuf.DMA_SEM_ONE_WORD, pushbuf.DMA_SEM_FOUR_WORD):
+      bits = 64 if f["payload64"] and cls != rm.AMPERE_DMA_COPY_A else 32  # SEMAPHORE_PAYLOAD_SIZE is reserved on c6b5
+      payload = regs.get(Copy.SET_SEMAPHORE_PAYLOAD, 0) | regs.get(Copy.SET_SEMAPHORE_PAYLOAD_UPPER, 0) << 32
+      self.release(address(Copy.SET_SEMAPHORE_A, Copy.SET_SEMAPHORE_B), payload, bits, f["semaphore"] == pushbuf.DMA_SEM_FOUR_WORD, "copy semaphore")
+    elif f["semaphore"]: raise GPUFault(XID_ENGINE, f"LAUNCH_DMA semaphore type {f['semaphore']} is not modelled")
+
+  # ---- compute engine
+  def report_semaphore(self, cls: int, regs: dict[int, int], value: int) -> None:
+    if value & 3: raise GPUFault(XID_ENGINE, f"SET_REPORT_SEMAPHORE_D operation {value & 3} is not modelled (only release)")
+    va = (regs.get(Compute.SET_REPORT_SEMAPHORE_A, 0) & _upper_mask(cls)) << 32 | regs.get(Compute.SET_REPORT_SEMAPHORE_B, 0)
+    self.release(va, regs.get(Compute.SET_REPORT_SEMAPHORE_C, 0), 32, not value >> 28 & 1, "report semaphore")
+
+  def inline_qmd(self, ch: Channel, cls: int, regs: dict[int, int], method: int, value: int) -> None:
+    """LOAD_INLINE_QMD_DATA: the QMD arrives dword by dword; the last one stores it at SET_INLINE_QMD_ADDRESS and launches it."""
+    size = qmd.QMD_LAYOUTS[qmd.qmd_version_for_class(cls)].size
+    index = (method - Compute.LOAD_INLINE_QMD_DATA) // 4
+    if index != len(ch.inline) // 4: raise GPUFault(XID_ENGINE, f"LOAD_INLINE_QMD_DATA dword {index} after {len(ch.inline) // 4} dwords")
+    ch.inline += struct.pack("<I", value)
+    if len(ch.inline) < size: return
+    va = ((regs.get(Compute.SET_INLINE_QMD_ADDRESS_A, 0) & 0x1ff if cls >= rm.HOPPER_COMPUTE_A else regs.get(Compute.SET_INLINE_QMD_ADDRESS_A, 0)) << 32
+          | regs.get(Compute.SET_INLINE_QMD_ADDRESS_B, 0)) << 8
+    self.view(va, size, "inline QMD")[:] = ch.inline
+    ch.inline = bytearray()
+    self.launch(ch, cls, regs, va)
+
+  def launch(self, ch: Channel, cls: int, regs: dict[int, int], qmd_va: int) -> None:
+    """Runs the QMD at qmd_va, its releases, then the QMDs it chains to through DEPENDENT_QMD0."""
+    layout = qmd.QMD_LAYOUTS[qmd.qmd_version_for_class(cls)]
+    for _ in range(MAX_CHAIN):
+      if qmd_va % 256: raise GPUFault(XID_ENGINE, f"QMD address {qmd_va:#x} is not 256-byte aligned")
+      q = qmd.decode(layout, self.view(qmd_va, layout.size, "QMD"))
+      try: self.run_qmd(cls, layout, regs, q)
+      except GPUFault as e: raise GPUFault(e.xid, f"QMD at {qmd_va:#x}: {e}") from None
+      for i in range(3):
+        if not q.get(f"release{i}_enable"): continue
+        if q[f"release{i}_reduction_enable"]: raise GPUFault(XID_ENGINE, f"QMD at {qmd_va:#x}: release {i} reduction is not modelled")
+        size, bits = q[f"release{i}_structure_size"], 64 if q[f"release{i}_payload64b"] else 32
+        if size == qmd.RELEASE_TWO_WORDS: bits = 64
+        self.release(q[f"release{i}_address"], q[f"release{i}_payload"], bits, size == qmd.RELEASE_FOUR_WORDS, f"QMD release {i}")
+      if not q["dependent_qmd0_enable"]: return
+      if q["dependent_qmd0_action"] != qmd.DEPENDENT_QMD_SCHEDULE:
+        raise GPUFault(XID_ENGINE, f"QMD at {qmd_va:#x}: dependent QMD action {q['dependent_qmd0_action']} is not modelled")
+      qmd_va = q["dependent_qmd0_pointer"]
+    raise GPUFault(XID_ENGINE, f"a dependent-QMD chain longer than {MAX_CHAIN} launches (a cycle?) ending at {qmd_va:#x}")
+
+  def run_qmd(self, cls: int, layout: qmd.QmdLayout, regs: dict[int, int], q: dict[str, int]) -> None:
+    if q["qmd_major_version"] != layout.major:
+      raise GPUFault(XID_ENGINE, f"QMD version {q['qmd_major_version']} on class {cls:#x}, which takes version {layout.major} ({layout.version})")
+    if "qmd_type" in q and layout.major >= 5 and q["qmd_type"] != qmd.QMD_TYPE_GRID_CTA:
+      raise GPUFault(XID_ENGINE, f"QMD type {q['qmd_type']}, version {layout.version} needs GRID_CTA ({qmd.QMD_TYPE_GRID_CTA})")
+    block, grid = (q["block_dim_x"], q["block_dim_y"], q["block_dim_z"]), (q["grid_width"], q["grid_height"], q["grid_depth"])
+    if 0 in block or prod(block) > 1024: raise GPUFault(XID_ENGINE, f"block {block}: needs 1..1024 threads")
+    if 0 in grid: raise GPUFault(XID_ENGINE, f"empty grid {grid}")
+    if not q["cb0_valid"]: raise GPUFault(XID_ENGINE, "constant buffer 0 is not valid")
+    module, entry = self.program(q["program_address"])
+    offset, nbytes = self.arch.param_offset, module.param_size(entry)
+    if q["cb0_size"] < offset + nbytes: raise GPUFault(XID_ENGINE, f"constant buffer 0 holds {q['cb0_size']:#x} bytes, the parameters end at {offset + nbytes:#x}")
+    params = bytes(self.view(q["cb0_address"] + offset, nbytes, "kernel parameters in constant buffer 0"))
+    pointers = [struct.unpack_from("<Q", params, at)[0] for _, kind, at, size in module.param_layout(entry) if kind in ("u64", "b64", "s64")]
+    self.check_windows(regs, q, tuple(pointers))
+    if q["shared_memory_size"] < module.shared_size(entry):
+      raise GPUFault(XID_ENGINE, f"the QMD gives {q['shared_memory_size']:#x} bytes of shared memory, the kernel declares {module.shared_size(entry):#x}")
+    try: module.run(entry, grid, block, params, self.memory())
+    except PTXFault as e: raise GPUFault(XID_MMU, f"MMU fault: {e}") from None
+    except PTXError as e: raise GPUFault(XID_ENGINE, f"the program failed: {e}") from None
+
+  def check_windows(self, regs: dict[int, int], q: dict[str, int], vas: tuple[int, ...]) -> None:
+    """What the SMs need besides the QMD: an aligned shared window, no buffer inside a window, mapped local memory."""
+    def reg64(a: int, b: int, mask: int) -> int | None: return (regs.get(a, 0) & mask) << 32 | regs.get(b, 0) if a in regs or b in regs else None
+    shared = reg64(Compute.SET_SHADER_SHARED_MEMORY_WINDOW_A, Compute.SET_SHADER_SHARED_MEMORY_WINDOW_B, 0x1ffff)
+    local = reg64(Compute.SET_SHADER_LOCAL_MEMORY_WINDOW_A, Compute.SET_SHADER_LOCAL_MEMORY_WINDOW_B, 0x1ffff)
+    hopper = self.arch.sm >= 90
+    if shared is not None and hopper and shared % (1 << 32): raise GPUFault(XID_ENGINE, f"shared memory window {shared:#x} is not 4 GiB aligned")
+    for name, base, size in (("shared", shared, 1 << 32 if hopper else 1 << 24), ("local", local, 1 << 24)):
+      if base is not None and (inside := [va for va in vas if base <= va < base + size]):
+        raise GPUFault(XID_ENGINE, f"buffer parameter at {inside[0]:#x} lies in the {name} memory window at {base:#x}")
+    per_thread = q["shader_local_memory_low_size"] + q["shader_local_memory_high_size"]
+    if per_thread:
+      base = reg64(Compute.SET_SHADER_LOCAL_MEMORY_A, Compute.SET_SHADER_LOCAL_MEMORY_B, 0x1ffffff)
+      per_tpc = (regs.get(Compute.SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) & 0xff) << 32 | regs.get(Compute.SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
+      need = per_thread * 32 * self.arch.max_warps_per_sm * self.arch.sm_per_tpc
+      if base is None or per_tpc < need:
+        raise GPUFault(XID_ENGINE, f"{per_thread} bytes of local memory per thread need SET_SHADER_LOCAL_MEMORY_A/B and "
+                                   f"NON_THROTTLED of at least {need:#x} bytes per TPC (have {per_tpc:#x})")
+      self.host(base, per_tpc * self.arch.gpcs * self.arch.tpc_per_gpc, "shader local memory")
+
+  def program(self, va: int) -> tuple[PTXModule, str]:
+    """The PTX module and entry at a QMD's program address (a mock cubin's .text)."""
+    head = bytes(self.view(va, 8, "program"))
+    if head[:4] != PROGRAM_MAGIC: raise GPUFault(XID_ENGINE, f"no PTX payload at program address {va:#x} (SASS from a real compiler?)")
+    blob = bytes(self.view(va + 8, struct.unpack_from("<I", head, 4)[0], "program"))
+    if (hit := self._programs.get((va, blob))) is None:
+      module = PTXModule(blob.decode())
+      hit = self._programs[(va, blob)] = (module, module.entries[0])
+    return hit

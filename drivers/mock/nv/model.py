@@ -1,0 +1,315 @@
+"""The NVIDIA kernel modules as a MOCK model: the RM escapes on /dev/nvidiactl and /dev/nvidiaN (objects in a handle
+tree, controls, CPU mappings) and nvidia-uvm's GPU virtual address space, over one GPU from drivers/mock/nv/gpu.py.
+Like the real modules it checks what a driver can get wrong: escape sizes (the request number encodes them),
+parameter struct sizes (NV_ERR_INVALID_PARAM_STRUCT), parents and classes (NV_ERR_INVALID_OBJECT_PARENT,
+NV_ERR_INVALID_CLASS), handles, and UVM ranges (overlaps, unaligned or unmapped addresses).
+
+MOCKGPU_ARCH (ampere, ada, hopper, blackwell; default hopper) picks the GPU and MOCKGPU_DRIVER (default 580.159.03)
+the module version and so the ABI branch."""
+from __future__ import annotations
+import errno, itertools
+from dataclasses import dataclass, field
+from typing import Any
+from ir.switches import getenv
+from codegen.ptx import PTXRenderer
+from drivers import system
+from drivers.mock import DeviceModel
+from drivers.nv import rm_abi as nv
+from drivers.mock.nv.gpu import ARCHS, GPU, Channel, Memory, Tsg
+from drivers.mock.nv.toolchain import MockCubinCompiler
+
+GPU_ID, UUID = 0x100, bytes(range(0xA0, 0xB0))
+VRAM_BYTES = 8 << 30    # what NV_ERR_NO_MEMORY is measured against (pages are only backed once touched)
+DOORBELL_BYTES = 0x10000
+PAGE = 0x1000
+
+class RmFailure(Exception):
+  """An RM call that returns a status other than NV_OK."""
+  def __init__(self, status: str, why: str):
+    super().__init__(why)
+    self.code = next(code for code, name in nv.NV_STATUS.items() if name == status)
+
+@dataclass(eq=False)
+class RmObject:
+  cls: int
+  parent: int
+  state: Any = None        # Memory, Channel, Tsg or the VA space's hVASpace, depending on the class
+  children: list[int] = field(default_factory=list)
+
+@dataclass(eq=False)
+class File:
+  path: str
+  mapped: RmObject | None = None   # /dev/nvidiaN: the memory RM_MAP_MEMORY set up for the next mmap
+  uvm_ready: bool = False          # /dev/nvidia-uvm: UVM_INITIALIZE done
+
+MEMORY_CLASSES = (nv.NV01_MEMORY_SYSTEM, nv.NV01_MEMORY_LOCAL_USER)
+USERMODE_PARAMS = {nv.HOPPER_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS", nv.BLACKWELL_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS"}
+
+class NVModel(DeviceModel):
+  def __init__(self, arch: str | None = None, driver: str | None = None):
+    arch = arch or getenv("MOCKGPU_ARCH", "hopper")
+    if arch not in ARCHS: raise ValueError(f"MOCKGPU_ARCH={arch!r}: the NV model knows {', '.join(ARCHS)}")
+    self.version = driver or getenv("MOCKGPU_DRIVER", "580.159.03")
+    self.abi = nv.abi_for(self.version)
+    self.gpu = GPU(ARCHS[arch])
+    self.objects: dict[int, RmObject] = {}
+    self.handles = itertools.count(0xC1D00001)
+    self.tokens = itertools.count(1)
+    self.vram_used = 0
+    self.ranges: dict[int, int] = {}   # UVM external ranges: base -> length
+
+  @property
+  def faults(self) -> list[str]: return self.gpu.faults
+  def toolchain(self, arch: str): return PTXRenderer(arch), MockCubinCompiler(arch)
+
+  # ---- files
+  def open(self, path: str) -> File:
+    if path not in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"): raise OSError(errno.ENOENT, f"can't open {path}: no such device")
+    return File(path)
+
+  def mmap(self, handle: File, addr: int, size: int, prot: int, flags: int, offset: int) -> int:
+    if handle.mapped is None: raise OSError(errno.EINVAL, f"mmap of {handle.path} without a preceding NV_ESC_RM_MAP_MEMORY")
+    mem, handle.mapped = handle.mapped.state, None
+    if size > mem.size: raise OSError(errno.EINVAL, f"mmap of {size:#x} bytes of a {mem.size:#x}-byte memory object")
+    return mem.alias(0, size, addr or None)
+
+  def munmap(self, handle: File, addr: int, size: int) -> None:
+    system.munmap(addr & ~(system.PAGE_SIZE - 1), -(-(addr % system.PAGE_SIZE + size) // system.PAGE_SIZE) * system.PAGE_SIZE)
+
+  def ioctl(self, handle: File, name: str, request: int, arg) -> int:
+    with self.gpu.lock:
+      if handle.path == "/dev/nvidia-uvm": return self.uvm_ioctl(handle, name, request, arg)
+      nr, size = request & 0xFF, request >> 16 & 0x3FFF
+      escapes = {nv.NV_ESC_CHECK_VERSION_STR: ("nv_ioctl_rm_api_version_t", self.check_version),
+                 nv.NV_ESC_REGISTER_FD: ("nv_ioctl_register_fd_t", lambda f, a: None),
+                 nv.NV_ESC_RM_ALLOC: ("NVOS21_PARAMETERS", self.rm_alloc), nv.NV_ESC_RM_CONTROL: ("NVOS54_PARAMETERS", self.rm_control),
+                 nv.NV_ESC_RM_FREE: ("NVOS00_PARAMETERS", self.rm_free),
+                 nv.NV_ESC_RM_MAP_MEMORY: ("nv_ioctl_nvos33_parameters_with_fd", self.rm_map_memory)}
+      if nr == nv.NV_ESC_CARD_INFO: return self.card_info(arg, size)
+      if nr not in escapes: raise OSError(errno.EINVAL, f"{name}: RM escape {nr:#x} is not modelled")
+      struct, run = escapes[nr]
+      if request != nv.escape_request(nr, self.abi.sizeof(struct)):
+        raise OSError(errno.EINVAL, f"{name}: request {request:#x} encodes {size} bytes, {self.version} takes a {self.abi.sizeof(struct)}-byte {struct}")
+      run(handle, arg)
+      return 0
+
+  # ---- RM escapes
+  def check_version(self, handle: File, arg) -> None:
+    if arg.cmd != nv.NV_RM_API_VERSION_CMD_QUERY: raise OSError(errno.EINVAL, "the model only answers CHECK_VERSION_STR queries")
+    arg.reply, arg.versionString = nv.NV_RM_API_VERSION_REPLY_RECOGNIZED, self.version.encode()
+
+  def card_info(self, cards, size: int) -> int:
+    if size != 64 * self.abi.sizeof("nv_ioctl_card_info_t"): raise OSError(errno.EINVAL, f"NV_ESC_CARD_INFO takes 64 entries, got {size} bytes")
+    cards[0] = {"valid": 1, "gpu_id": GPU_ID, "minor_number": 0,
+                "pci_info": {"domain": 0, "bus": 1, "vendor_id": 0x10DE, "device_id": self.gpu.arch.pci_device}}
+    return 0
+
+  def rm_map_memory(self, handle: File, arg) -> None:
+    p = arg.params
+    p.status = self.status_of(lambda: self.map_memory(handle, p))
+
+  def map_memory(self, handle: File, p) -> None:
+    if handle.path == "/dev/nvidiactl": raise RmFailure("NV_ERR_INVALID_ARGUMENT", "RM_MAP_MEMORY goes to a /dev/nvidiaN file")
+    obj = self.lookup(p.hMemory, "hMemory")
+    if not isinstance(obj.state, Memory) or obj.cls == nv.NV01_MEMORY_LOCAL_USER:
+      raise RmFailure("NV_ERR_INVALID_OBJECT", f"object {p.hMemory:#x} (class {obj.cls:#x}) has no CPU mapping in the model")
+    if p.offset + p.length > obj.state.size: raise RmFailure("NV_ERR_INVALID_LIMIT", f"mapping {p.length:#x} bytes at {p.offset:#x} of {obj.state.size:#x}")
+    handle.mapped = obj
+
+  def rm_free(self, handle: File, arg) -> None:
+    def free() -> None:
+      self.lookup(arg.hObjectOld, "hObjectOld")
+      self.free(arg.hObjectOld)
+    arg.status = self.status_of(free)
+
+  def rm_alloc(self, handle: File, arg) -> None:
+    arg.status = self.status_of(lambda: self.alloc(arg))
+
+  def rm_control(self, handle: File, arg) -> None:
+    arg.status = self.status_of(lambda: self.control(arg))
+
+  @staticmethod
+  def status_of(call) -> int:
+    try: call()
+    except RmFailure as e: return e.code
+    return nv.NV_OK
+
+  def lookup(self, h: int, what: str, classes: tuple[int, ...] | None = None) -> RmObject:
+    if (obj := self.objects.get(h)) is None: raise RmFailure("NV_ERR_INVALID_OBJECT_HANDLE", f"{what} {h:#x} is no object")
+    if classes is not None and obj.cls not in classes: raise RmFailure("NV_ERR_INVALID_OBJECT", f"{what} {h:#x} has class {obj.cls:#x}")
+    return obj
+
+  def params(self, arg, pointer: int, size: int, struct: str | None):
+    """The caller's parameter struct, after RM's exact size check."""
+    want = self.abi.sizeof(struct) if struct else 0
+    if size != want: raise RmFailure("NV_ERR_INVALID_PARAM_STRUCT", f"paramsSize {size}, {struct or 'no params'} is {want} bytes")
+    if struct and not pointer: raise RmFailure("NV_ERR_INVALID_POINTER", f"{struct} pointer is NULL")
+    return self.abi.ffi.cast(f"{struct} *", pointer) if struct else None
+
+  # ---- allocation
+  def alloc(self, arg) -> None:
+    cls, parent = arg.hClass, arg.hObjectParent
+    if cls == nv.NV01_ROOT_CLIENT: return self.add(arg, RmObject(cls, 0))
+    if cls not in self.gpu.arch.classes: raise RmFailure("NV_ERR_INVALID_CLASS", f"class {cls:#x} is not on this GPU")
+    if arg.hRoot not in self.objects or self.objects[arg.hRoot].cls != nv.NV01_ROOT_CLIENT:
+      raise RmFailure("NV_ERR_INVALID_CLIENT", f"hRoot {arg.hRoot:#x} is no client")
+    parent_obj = self.lookup(parent, "hObjectParent")
+    wants, struct = self.placement(cls)
+    if parent_obj.cls not in wants: raise RmFailure("NV_ERR_INVALID_OBJECT_PARENT", f"class {cls:#x} can't live under class {parent_obj.cls:#x}")
+    p = self.params(arg, arg.pAllocParms, arg.paramsSize, struct)
+    self.add(arg, RmObject(cls, parent, self.create(cls, parent_obj, p)))
+
+  def placement(self, cls: int) -> tuple[tuple[int, ...], str | None]:
+    """(parent classes allowed, the parameter struct) for an allocatable class."""
+    arch = self.gpu.arch
+    if cls == nv.NV01_DEVICE_0: return (nv.NV01_ROOT_CLIENT,), "NV0080_ALLOC_PARAMETERS"
+    if cls == nv.NV20_SUBDEVICE_0: return (nv.NV01_DEVICE_0,), "NV2080_ALLOC_PARAMETERS"
+    if cls in arch.usermode: return (nv.NV20_SUBDEVICE_0,), USERMODE_PARAMS.get(cls)
+    if cls in MEMORY_CLASSES: return (nv.NV01_DEVICE_0,), "NV_MEMORY_ALLOCATION_PARAMS"
+    if cls == nv.FERMI_VASPACE_A: return (nv.NV01_DEVICE_0,), "NV_VASPACE_ALLOCATION_PARAMETERS"
+    if cls == nv.KEPLER_CHANNEL_GROUP_A: return (nv.NV01_DEVICE_0,), "NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS"
+    if cls == nv.FERMI_CONTEXT_SHARE_A: return (nv.KEPLER_CHANNEL_GROUP_A,), "NV_CTXSHARE_ALLOCATION_PARAMETERS"
+    if cls in arch.gpfifo: return (nv.KEPLER_CHANNEL_GROUP_A,), "NV_CHANNEL_ALLOC_PARAMS"
+    if cls in (arch.compute, arch.dma): return arch.gpfifo, None
+    raise RmFailure("NV_ERR_INVALID_CLASS", f"the model can't allocate class {cls:#x}")
+
+  def create(self, cls: int, parent: RmObject, p) -> Any:
+    arch = self.gpu.arch
+    if cls == nv.NV01_DEVICE_0 and p.deviceId != 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"deviceId {p.deviceId}: the model has device 0 only")
+    if cls in arch.usermode: return Memory(DOORBELL_BYTES)
+    if cls in MEMORY_CLASSES: return self.memory(cls, p)
+    if cls == nv.KEPLER_CHANNEL_GROUP_A: return Tsg()
+    if cls in arch.gpfifo: return self.channel(cls, parent, p)
+    if cls in (arch.compute, arch.dma):
+      if cls in parent.state.objects: raise RmFailure("NV_ERR_INVALID_STATE", f"channel already has an object of class {cls:#x}")
+      parent.state.objects.add(cls)
+    return None
+
+  def memory(self, cls: int, p) -> Memory:
+    if p.size == 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", "a memory object of 0 bytes")
+    if p.flags & nv.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE and (p.alignment & (p.alignment - 1) or p.size % max(p.alignment, 1)):
+      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"size {p.size:#x} is not a multiple of the forced alignment {p.alignment:#x}")
+    if cls == nv.NV01_MEMORY_LOCAL_USER:
+      if self.vram_used + p.size > VRAM_BYTES: raise RmFailure("NV_ERR_NO_MEMORY", f"{p.size:#x} bytes of video memory, {self.vram_used:#x} in use")
+      self.vram_used += p.size
+    return Memory(p.size)
+
+  def channel(self, cls: int, tsg: RmObject, p) -> Channel:
+    notifier = self.lookup(p.hObjectError, "hObjectError", MEMORY_CLASSES).state
+    userd = self.lookup(p.hUserdMemory[0], "hUserdMemory[0]", MEMORY_CLASSES).state
+    self.lookup(p.hContextShare, "hContextShare", (nv.FERMI_CONTEXT_SHARE_A,))
+    if p.userdOffset[0] + 512 > userd.size: raise RmFailure("NV_ERR_INVALID_OFFSET", f"USERD at {p.userdOffset[0]:#x} past its {userd.size:#x}-byte memory")
+    if p.gpFifoEntries & (p.gpFifoEntries - 1) or not p.gpFifoEntries: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"{p.gpFifoEntries} GPFIFO entries")
+    ch = Channel(f"{cls:#x}#{len(self.gpu.channels)}", cls, next(self.tokens), p.gpFifoOffset, p.gpFifoEntries, userd, p.userdOffset[0],
+                 notifier, tsg.state)
+    self.gpu.add_channel(ch)
+    return ch
+
+  def add(self, arg, obj: RmObject) -> None:
+    h = arg.hObjectNew or next(self.handles)
+    if h in self.objects: raise RmFailure("NV_ERR_INSERT_DUPLICATE_NAME", f"handle {h:#x} is taken")
+    self.objects[h] = obj
+    if obj.parent: self.objects[obj.parent].children.append(h)
+    arg.hObjectNew = h
+
+  def free(self, h: int) -> None:
+    obj = self.objects.pop(h)
+    for child in obj.children: self.free(child)
+    if obj.parent in self.objects: self.objects[obj.parent].children.remove(h)
+    if isinstance(obj.state, Channel): self.gpu.remove_channel(obj.state)
+    if isinstance(obj.state, Memory):
+      if obj.cls == nv.NV01_MEMORY_LOCAL_USER: self.vram_used -= obj.state.size
+      obj.state.free()
+
+  # ---- controls
+  def control(self, arg) -> None:
+    obj = self.lookup(arg.hObject, "hObject")
+    controls = {nv.NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: (nv.NV01_ROOT_CLIENT, "NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS", self.id_info),
+                nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (nv.NV01_DEVICE_0, "NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS", self.class_list),
+                nv.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GPU_GET_GID_INFO_PARAMS", self.gid_info),
+                nv.NV2080_CTRL_CMD_GR_GET_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GR_GET_INFO_PARAMS", self.gr_info),
+                nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (nv.KEPLER_CHANNEL_GROUP_A, "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS", self.schedule),
+                nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (None, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS", self.token)}
+    if arg.cmd not in controls: raise RmFailure("NV_ERR_NOT_SUPPORTED", f"control {arg.cmd:#x} is not modelled")
+    cls, struct, run = controls[arg.cmd]
+    if (cls is None and not isinstance(obj.state, Channel)) or (cls is not None and obj.cls != cls):
+      raise RmFailure("NV_ERR_INVALID_OBJECT_HANDLE", f"control {arg.cmd:#x} on object of class {obj.cls:#x}")
+    run(obj, self.params(arg, arg.params, arg.paramsSize, struct))
+
+  def id_info(self, obj: RmObject, p) -> None:
+    if p.gpuId != GPU_ID: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"gpuId {p.gpuId:#x} is not attached")
+    p.deviceInstance, p.subDeviceInstance = 0, 0
+
+  def class_list(self, obj: RmObject, p) -> None:
+    classes = self.gpu.arch.classes
+    if p.classList:
+      if p.numClasses < len(classes): raise RmFailure("NV_ERR_INVALID_PARAM_STRUCT", f"room for {p.numClasses} of {len(classes)} classes")
+      self.abi.ffi.cast("uint32_t *", p.classList)[0:len(classes)] = classes
+    p.numClasses = len(classes)
+
+  def gid_info(self, obj: RmObject, p) -> None:
+    if p.flags != nv.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY: raise RmFailure("NV_ERR_NOT_SUPPORTED", "only the binary GID format is modelled")
+    p.length, p.data[0:16] = 16, list(UUID)
+
+  def gr_info(self, obj: RmObject, p) -> None:
+    arch = self.gpu.arch
+    values = {nv.NV2080_CTRL_GR_INFO_INDEX_SM_VERSION: arch.sm_version, nv.NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM: arch.max_warps_per_sm,
+              nv.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS: arch.gpcs, nv.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC: arch.tpc_per_gpc,
+              nv.NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC: arch.sm_per_tpc}
+    entries = self.abi.ffi.cast("NV2080_CTRL_GR_INFO *", p.grInfoList)
+    for i in range(p.grInfoListSize):
+      if entries[i].index not in values: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"GR info index {entries[i].index:#x} is not modelled")
+      entries[i].data = values[entries[i].index]
+
+  def schedule(self, obj: RmObject, p) -> None:
+    obj.state.scheduled = bool(p.bEnable)
+    if p.bEnable: self.gpu.start()
+
+  def token(self, obj: RmObject, p) -> None: p.workSubmitToken = obj.state.token
+
+  # ---- nvidia-uvm
+  def uvm_ioctl(self, handle: File, name: str, request: int, arg) -> int:
+    calls = {nv.UVM_INITIALIZE: self.uvm_initialize, nv.UVM_MM_INITIALIZE: lambda h, a: None,
+             nv.UVM_REGISTER_GPU: self.uvm_register_gpu, nv.UVM_REGISTER_GPU_VASPACE: self.uvm_register_vaspace,
+             nv.UVM_REGISTER_CHANNEL: self.uvm_register_channel, nv.UVM_CREATE_EXTERNAL_RANGE: self.uvm_create_range,
+             nv.UVM_MAP_EXTERNAL_ALLOCATION: self.uvm_map, nv.UVM_FREE: self.uvm_free}
+    if request not in calls: raise OSError(errno.ENOTTY, f"{name} ({request:#x}): not a modelled UVM ioctl")
+    if request not in (nv.UVM_INITIALIZE, nv.UVM_MM_INITIALIZE) and not handle.uvm_ready:
+      raise OSError(errno.EINVAL, f"{name} before UVM_INITIALIZE on this file")
+    arg.rmStatus = self.status_of(lambda: calls[request](handle, arg))
+    return 0
+
+  def uvm_initialize(self, handle: File, arg) -> None: handle.uvm_ready = True
+
+  def check_uuid(self, uuid) -> None:
+    if bytes(uuid.uuid) != UUID: raise RmFailure("NV_ERR_GPU_UUID_NOT_FOUND", f"GPU UUID {bytes(uuid.uuid).hex()} is not attached")
+
+  def uvm_register_gpu(self, handle: File, arg) -> None: self.check_uuid(arg.gpu_uuid)
+
+  def uvm_register_vaspace(self, handle: File, arg) -> None:
+    self.check_uuid(arg.gpuUuid)
+    self.lookup(arg.hVaSpace, "hVaSpace", (nv.FERMI_VASPACE_A,))
+
+  def uvm_register_channel(self, handle: File, arg) -> None:
+    self.check_uuid(arg.gpuUuid)
+    if not isinstance(self.lookup(arg.hChannel, "hChannel").state, Channel): raise RmFailure("NV_ERR_INVALID_CHANNEL", f"{arg.hChannel:#x} is no channel")
+
+  def uvm_create_range(self, handle: File, arg) -> None:
+    base, length = arg.base, arg.length
+    if base % PAGE or length % PAGE or not length: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"range {base:#x}+{length:#x} is not page aligned")
+    if any(b < base + length and base < b + n for b, n in self.ranges.items()):
+      raise RmFailure("NV_ERR_UVM_ADDRESS_IN_USE", f"range {base:#x}+{length:#x} overlaps another")
+    self.ranges[base] = length
+
+  def uvm_map(self, handle: File, arg) -> None:
+    if not any(b <= arg.base and arg.base + arg.length <= b + n for b, n in self.ranges.items()):
+      raise RmFailure("NV_ERR_INVALID_ADDRESS", f"{arg.base:#x}+{arg.length:#x} is inside no external range")
+    if arg.gpuAttributesCount != 1: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"{arg.gpuAttributesCount} GPU attributes (the model has one GPU)")
+    self.check_uuid(arg.perGpuAttributes[0].gpuUuid)
+    mem = self.lookup(arg.hMemory, "hMemory", MEMORY_CLASSES).state
+    if arg.offset + arg.length > mem.size: raise RmFailure("NV_ERR_INVALID_LIMIT", f"{arg.length:#x} bytes at {arg.offset:#x} of a {mem.size:#x}-byte object")
+    self.gpu.map(arg.base, arg.length, mem, arg.offset)
+
+  def uvm_free(self, handle: File, arg) -> None:
+    if arg.base not in self.ranges: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"no range starts at {arg.base:#x}")
+    self.gpu.unmap(arg.base, self.ranges.pop(arg.base))

@@ -1,0 +1,106 @@
+"""GPU memory of the NV driver: a range allocator for GPU virtual addresses, the buffers the allocator hands out,
+and copies between them and host memory through a staging buffer on the copy engine."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+import numpy as np
+from drivers.device import LRUAllocator
+from drivers.system import memoryview_at
+if TYPE_CHECKING: from drivers.nv.device import NVDevice
+
+def round_up(x: int, align: int) -> int: return -(-x // align) * align
+
+class AddressSpace:
+  """First-fit allocation of [lo, hi) with freed ranges merged back."""
+  def __init__(self, lo: int, hi: int): self.free_ranges: list[tuple[int, int]] = [(lo, hi)]
+  def alloc(self, size: int, align: int) -> int:
+    for i, (lo, hi) in enumerate(self.free_ranges):
+      start = round_up(lo, align)
+      if start + size <= hi:
+        self.free_ranges[i:i + 1] = [r for r in ((lo, start), (start + size, hi)) if r[0] < r[1]]
+        return start
+    raise MemoryError(f"GPU virtual address space exhausted ({size} bytes wanted)")
+  def free(self, start: int, size: int) -> None:
+    ranges = sorted(self.free_ranges + [(start, start + size)])
+    merged = [ranges[0]]
+    for lo, hi in ranges[1:]:
+      if lo <= merged[-1][1]: merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+      else: merged.append((lo, hi))
+    self.free_ranges = merged
+
+@dataclass(eq=False)
+class NVBuffer:
+  """Memory the GPU sees at `va`; `cpu` is its CPU mapping (None for video memory the CPU can't see)."""
+  va: int
+  size: int
+  cpu: int | None = None
+  handle: int = 0                      # the RM memory object (0 for a view)
+  host: bool = False                   # system memory (else video memory)
+  fd: int | None = None                # the /dev/nvidiaN file behind the CPU mapping
+  base: NVBuffer | None = field(default=None, repr=False)
+  def view(self) -> np.ndarray:
+    if self.cpu is None: raise RuntimeError(f"GPU memory at {self.va:#x} has no CPU mapping")
+    return np.frombuffer(memoryview_at(self.cpu, self.size), dtype=np.uint8)
+  def offset(self, size: int, offset: int) -> NVBuffer:
+    return NVBuffer(self.va + offset, size, None if self.cpu is None else self.cpu + offset, host=self.host, base=self.base or self)
+
+class NVAllocator(LRUAllocator):
+  """Video memory for Buffers; copies to and from the host go through a pinned staging buffer on the copy engine,
+  in chunks, so the host's next chunk is written while the previous one is copied."""
+  STAGING = 2 << 20
+  def __init__(self, dev: NVDevice):
+    super().__init__()
+    self.dev = dev
+    self._staging: list[NVBuffer] = []
+  def _alloc(self, size: int, options=None) -> NVBuffer: return self.dev.alloc_memory(size, host=bool(getattr(options, "host", False)))
+  def _free(self, opaque: NVBuffer, size: int, options=None) -> None: self.dev.free_memory(opaque)
+  def offset(self, opaque: NVBuffer, size: int, offset: int) -> NVBuffer: return opaque.offset(size, offset)
+
+  def staging(self) -> list[NVBuffer]:
+    if not self._staging: self._staging = [self.dev.alloc_memory(self.STAGING, host=True) for _ in range(2)]
+    return self._staging
+
+  def copyin(self, dest: NVBuffer, src: memoryview) -> None:
+    if dest.cpu is not None:
+      dest.view()[:] = np.frombuffer(src, dtype=np.uint8)
+      return
+    data = np.frombuffer(src, dtype=np.uint8)
+    dev, bufs = self.dev, self.staging()
+    done = [0, 0]  # the timeline value after which each staging buffer is free again
+    for k, at in enumerate(range(0, len(data), self.STAGING)):
+      n = min(self.STAGING, len(data) - at)
+      stage = bufs[k % 2]
+      dev.timeline_signal.wait(done[k % 2])
+      stage.view()[:n] = data[at:at + n]
+      done[k % 2] = dev.timeline_value
+      dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(dest.offset(n, at), stage, n) \
+         .signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    dev.synchronize()
+
+  def copyout(self, dest: memoryview, src: NVBuffer) -> None:
+    out = np.frombuffer(dest, dtype=np.uint8)
+    if src.cpu is not None:
+      out[:] = src.view()
+      return
+    dev, stage = self.dev, self.staging()[0]
+    for at in range(0, len(out), self.STAGING):
+      n = min(self.STAGING, len(out) - at)
+      dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(stage, src.offset(n, at), n) \
+         .signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+      dev.synchronize()
+      out[at:at + n] = stage.view()[:n]
+
+class ArgumentPool:
+  """Host-visible chunks for kernel arguments and launch descriptors. A queue keeps its chunks while it lives (a
+  JIT graph resubmits the same queue); they return here tagged with the timeline value after which the GPU no
+  longer reads them."""
+  CHUNK = 64 << 10
+  def __init__(self, dev: NVDevice):
+    self.dev = dev
+    self.idle: list[tuple[NVBuffer, int]] = []
+  def take(self) -> NVBuffer:
+    done = self.dev.timeline_signal.value
+    for i, (chunk, release) in enumerate(self.idle):
+      if release <= done: return self.idle.pop(i)[0]
+    return self.dev.alloc_memory(self.CHUNK, host=True)
+  def give_back(self, chunks: list[NVBuffer], release: list[int]) -> None: self.idle.extend((c, release[0]) for c in chunks)

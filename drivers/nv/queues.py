@@ -1,0 +1,104 @@
+"""The NV command queues: HCQ commands encoded as push-buffer methods. Waits and signals are host semaphore methods
+(any channel); a kernel launch writes its constant buffer 0 and launch descriptor (QMD) into host-visible memory
+the queue owns and sends the QMD's address to the compute engine; a copy is one copy-engine transfer."""
+from __future__ import annotations
+import weakref
+from typing import Any
+import numpy as np
+from ir.uop import UOp, sym_infer
+from drivers.hcq import HCQSignal, HWQueue, PatchSlot
+from drivers.nv import pushbuf as pb
+from drivers.nv.memory import ArgumentPool, NVBuffer, round_up
+
+MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
+
+def lo32(v): return v & 0xFFFFFFFF
+def hi32(v): return v >> 32
+def va_part(part):
+  """A patch slot's buffer address, or one half of it."""
+  return lambda b: part(b.va)
+
+class NVQueue(HWQueue):
+  channel = "compute"
+  def __init__(self):
+    super().__init__()
+    self._chunks: list[NVBuffer] = []
+    self._chunk_used = 0
+    self._mem_patches: list[tuple[np.ndarray, int, Any]] = []  # (u64 view, index, UOp or PatchSlot) written at submit
+    self._last_submit: tuple[HCQSignal, int] | None = None
+    self._release = [0]  # the timeline value after which the GPU no longer reads this queue's memory
+
+  def method(self, subchannel: int, offset: int, *data) -> NVQueue:
+    return self.q(pb.header(pb.INCREMENTING, subchannel, offset, len(data)), *data)
+
+  def wait(self, signal: HCQSignal, value):
+    return self.method(pb.SUBC_HOST, pb.Host.SEM_ADDR_LO, lo32(signal.va), hi32(signal.va), lo32(value), hi32(value),
+                       pb.sem_execute(pb.SEM_ACQ_CIRC_GEQ, payload64=True, switch_tsg=True))
+  def signal(self, signal: HCQSignal, value):
+    return self.method(pb.SUBC_HOST, pb.Host.SEM_ADDR_LO, lo32(signal.va), hi32(signal.va), lo32(value), hi32(value),
+                       pb.sem_execute(pb.SEM_RELEASE, payload64=True, timestamp=True, wfi=True))
+  def timestamp(self, signal: HCQSignal): return self.signal(signal, 0)  # timing signals are read for their time only
+  def memory_barrier(self): return self.method(pb.SUBC_HOST, pb.Host.WFI, 0)
+
+  def memory(self, dev, size: int, align: int = 256) -> tuple[NVBuffer, int]:
+    """`size` bytes of host-visible memory owned by this queue: (chunk, offset)."""
+    if size > ArgumentPool.CHUNK: raise ValueError(f"{size} bytes of launch arguments don't fit a {ArgumentPool.CHUNK}-byte chunk")
+    at = round_up(self._chunk_used, align)
+    if not self._chunks or at + size > ArgumentPool.CHUNK:
+      if not self._chunks: weakref.finalize(self, dev.arguments.give_back, self._chunks, self._release)
+      self._chunks.append(dev.arguments.take())
+      at = 0
+    self._chunk_used = at + size
+    return self._chunks[-1], at
+
+  def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
+    if self._mem_patches:
+      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old values
+      for view, i, p in self._mem_patches: view[i] = p.resolve(var_vals) if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
+    super().submit(dev, var_vals)
+    self._last_submit = (dev.timeline_signal, dev.timeline_value - 1)
+    self._release[0] = dev.timeline_value - 1
+    return self
+
+  def _submit(self, dev, words: list[int]) -> None: dev.submit(self.channel, words)
+
+def _u64(x) -> int:
+  """A kernel argument as constant-buffer bits: a buffer's address or an integer (two's complement)."""
+  return x.va if isinstance(x, NVBuffer) else int(x) & 0xFFFFFFFFFFFFFFFF
+
+class NVComputeQueue(NVQueue):
+  channel = "compute"
+  def memory_barrier(self):
+    return self.method(pb.SUBC_COMPUTE, pb.Compute.INVALIDATE_SHADER_CACHES_NO_WFI, pb.INVALIDATE_GLOBAL_DATA | pb.INVALIDATE_CONSTANT)
+
+  def exec(self, prg, args: list, global_size, local_size):
+    dev = prg.dev
+    local_size = tuple(local_size or (1, 1, 1))
+    cb0, qmd_bytes = prg.launch_memory(tuple(global_size), local_size)
+    mem, at = self.memory(dev, round_up(len(cb0), 256) + len(qmd_bytes))
+    view = mem.view()
+    view[at:at + len(cb0)] = np.frombuffer(cb0, dtype=np.uint8)
+    for a, (offset, size) in zip(args, prg.param_layout):
+      words = view[at + offset:at + offset + size].view(np.uint64 if size == 8 else np.uint32)
+      if isinstance(a, (PatchSlot, UOp)): self._mem_patches.append((words, 0, PatchSlot(a.name, lambda b: b.va) if isinstance(a, PatchSlot) else a))
+      else: words[0] = _u64(a) if size == 8 else int(a) & 0xFFFFFFFF
+    qmd_at = at + round_up(len(cb0), 256)
+    qmd_va = mem.va + qmd_at
+    view[qmd_at:qmd_at + len(qmd_bytes)] = np.frombuffer(prg.finish_qmd(qmd_bytes, mem.va + at), dtype=np.uint8)
+    return self.method(pb.SUBC_COMPUTE, pb.Compute.SEND_PCAS_A, qmd_va >> 8) \
+               .method(pb.SUBC_COMPUTE, pb.Compute.SEND_SIGNALING_PCAS2_B, pb.PCAS_PREFETCH_SCHEDULE)
+
+class NVCopyQueue(NVQueue):
+  channel = "copy"
+  def copy(self, dest, src, nbytes: int):
+    for at in range(0, nbytes, MAX_COPY):
+      n = min(MAX_COPY, nbytes - at)
+      self.method(pb.SUBC_COPY, pb.Copy.OFFSET_IN_UPPER, *self._address(src, at), *self._address(dest, at))
+      self.method(pb.SUBC_COPY, pb.Copy.LINE_LENGTH_IN, n)
+      self.method(pb.SUBC_COPY, pb.Copy.LAUNCH_DMA, pb.launch_dma(transfer=pb.DMA_NON_PIPELINED, flush=True, src_pitch=True, dst_pitch=True))
+    return self
+  @staticmethod
+  def _address(buf, offset: int) -> tuple:
+    if isinstance(buf, PatchSlot): return PatchSlot(buf.name, lambda b: hi32(b.va + offset)), PatchSlot(buf.name, lambda b: lo32(b.va + offset))
+    if not isinstance(buf, NVBuffer): raise TypeError(f"the NV copy engine copies between NV buffers, not {type(buf).__name__}")
+    return hi32(buf.va + offset), lo32(buf.va + offset)
