@@ -175,8 +175,23 @@ class _Kernel:
     buf, idx = u.src
     addr = self.address(buf, idx, None)
     space = self.space(buf)
+    if (aligned := self.vector_aligned(addr, dt, space)) is not None:
+      lanes = [self.new(dt.scalar) for _ in range(dt.count)]
+      mem = ptx_type(dt.scalar)[2]
+      self.emit(f"@{aligned} ld.global.v{dt.count}.{mem} {{{', '.join(lanes)}}}, [{addr}]")
+      for i, lane in enumerate(lanes): self.emit(f"@!{aligned} ld.global.{mem} {lane}, [{addr}+{i * dt.scalar.itemsize}]")
+      return lanes
     lanes = [self.load_scalar(space, f"[{addr}+{i * dt.scalar.itemsize}]" if i else f"[{addr}]", dt.scalar) for i in range(dt.count)]
     return lanes if dt.count > 1 else lanes[0]
+  def vector_aligned(self, addr: str, dt: DType, space: str) -> str | None:
+    """For a vector access that PTX can do in one instruction: a predicate, true when addr is aligned to the vector's
+    size (a buffer view may start anywhere, so this is checked at run time); None for accesses done lane by lane."""
+    if space != "global" or dt.count not in (2, 4) or dt.count * dt.scalar.itemsize > 16: return None
+    if dt.scalar in (dtypes.bool, dtypes.bfloat16, dtypes.int8, dtypes.uint8, *FP8): return None  # held widened in registers
+    low, aligned = self.reg("b64"), self.reg("pred")
+    self.emit(f"and.b64 {low}, {addr}, {dt.count * dt.scalar.itemsize - 1}")
+    self.emit(f"setp.eq.u64 {aligned}, {low}, 0")
+    return aligned
   def load_scalar(self, space: str, at: str, dt: DType) -> str:
     cls, t, mem = ptx_type(dt)
     if dt == dtypes.bool:
@@ -201,6 +216,11 @@ class _Kernel:
     gate = u.src[3] if len(u.src) == 4 else None
     addr = self.address(buf, idx, None)
     space, dt = self.space(buf), val.dtype
+    if gate is None and (aligned := self.vector_aligned(addr, dt, space)) is not None:
+      mem = ptx_type(dt.scalar)[2]
+      self.emit(f"@{aligned} st.global.v{dt.count}.{mem} [{addr}], {{{', '.join(self.ref(val, i) for i in range(dt.count))}}}")
+      for i in range(dt.count): self.emit(f"@!{aligned} st.global.{mem} [{addr}+{i * dt.scalar.itemsize}], {self.ref(val, i)}")
+      return None
     for i in range(dt.count):
       guard = f"@{self.ref(gate, i)} " if gate is not None else ""
       self.store_scalar(space, f"[{addr}+{i * dt.scalar.itemsize}]" if i else f"[{addr}]", self.ref(val, i), dt.scalar, guard)

@@ -213,13 +213,14 @@ class HCQCompiled(Compiled):
       profile_events.append(ProfileEvent(self.device, f"copy {nbytes} B {src_dev.device} -> {self.device}", start.timestamp, end.timestamp))
   def synchronize(self, timeout_ms: int | None = None) -> None:
     """Wait for everything submitted; an engine error or a timeout raises (and the device stays usable)."""
-    try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms, failed=lambda: self.error is not None)
+    failure = lambda: self.error or self.check_faults()
+    try: self.timeline_signal.wait(self.timeline_value - 1, timeout_ms, failed=lambda: failure() is not None)
     except HCQTimeoutError as e:
-      err, self.error = self.error or self.check_faults(), None
+      err, self.error = failure(), None
       self.timeline_signal.value = self.timeline_value - 1  # give up on the lost work so the device can go on
       raise HCQTimeoutError(f"{err}" if err else str(e)) from None
-    if self.error is not None:
-      err, self.error = self.error, None
+    if (err := failure()) is not None:
+      self.error = None
       self.timeline_signal.value = self.timeline_value - 1  # the failed work won't signal: give up on it
       raise RuntimeError(err)
 

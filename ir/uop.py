@@ -2,7 +2,7 @@
 from __future__ import annotations
 import math, weakref
 from typing import Any
-from ir.dtype import DType, dtypes, as_const
+from ir.dtype import DType, dtypes, as_const, truncate
 from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, COMPARISON, exec_alu
 
@@ -236,6 +236,7 @@ def sym_infer(u: UOp, var_vals: dict[str, int]) -> int:
     if n.op is Ops.CONST: vals[n] = n.arg
     elif n.op is Ops.DEFINE_VAR: vals[n] = var_vals[n.arg[0]]
     elif n.op is Ops.BIND: vals[n] = vals[n.src[1]]
+    elif n.op is Ops.CAST: vals[n] = truncate(vals[n.src[0]], n.dtype)
     else: vals[n] = exec_alu(n.op, n.dtype, tuple(vals[s] for s in n.src), n.src[0].dtype)
   return vals[u]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 import numpy as np
+from ir.dtype import dtypes
 from ir.uop import UOp, sym_infer
 from drivers.hcq import HCQSignal, HWQueue, PatchSlot
 from drivers.nv import pushbuf as pb
@@ -12,8 +13,9 @@ from drivers.nv.memory import ArgumentPool, NVBuffer, round_up
 
 MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
 
-def lo32(v): return v & 0xFFFFFFFF
-def hi32(v): return v >> 32
+def _wide(v): return v.cast(dtypes.uint64) if isinstance(v, UOp) else v  # a symbolic value may be a narrower int
+def lo32(v): return _wide(v) & 0xFFFFFFFF
+def hi32(v): return _wide(v) >> 32
 def va_part(part):
   """A patch slot's buffer address, or one half of it."""
   return lambda b: part(b.va)

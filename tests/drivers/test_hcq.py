@@ -1,4 +1,5 @@
-"""The HCQ machinery on the software engines of CPU and PYTHON: queue ordering, copies, patching, timeouts,
+"""The HCQ machinery on the software engines of CPU and PYTHON (and on the default device when it is another HCQ
+device, e.g. NV under DEV=MOCK+NV): queue ordering, copies, patching, timeouts,
 timestamps, bounded submission, PROFILE, and a TinyJit replay as one command buffer."""
 import threading, time
 import numpy as np
@@ -9,7 +10,8 @@ from ir.switches import Context
 from drivers.device import Buffer, Device
 from drivers.hcq import HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
 
-DEVICES = ["CPU", "PYTHON"]
+SOFTWARE = ["CPU", "PYTHON"]
+DEVICES = SOFTWARE + [d for d in [Device.DEFAULT] if d not in SOFTWARE]  # with DEV=MOCK+NV the NV driver runs them too
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_wait_on_another_queue_orders_execution(name):
@@ -72,7 +74,7 @@ def test_timeout_names_signal_and_device_stays_usable(name):
   from tg import Tensor
   assert (Tensor([1.0, 2.0], device=name) * 2).tolist() == [2.0, 4.0]
 
-@pytest.mark.parametrize("name", DEVICES)
+@pytest.mark.parametrize("name", SOFTWARE)  # tests/drivers/nv has the NV form: a faulting kernel
 def test_failing_command_is_reported_without_waiting_for_the_timeout(name):
   class Broken:
     def execute(self, args, global_size, local_size): raise ValueError("kernel exploded")
@@ -116,19 +118,22 @@ def test_profile_records_kernels(tmp_path):
   new = profile_events[before:]
   assert new and all(e.end_us >= e.start_us and e.device == "CPU" for e in new)
 
-def test_jit_replay_is_one_command_buffer():
+@pytest.mark.parametrize("name", DEVICES)
+def test_jit_replay_is_one_command_buffer(name):
   from tg import Tensor, TinyJit
-  dev = Device["CPU"]
+  dev = Device[name]
   @TinyJit
   def step(x):
     y = (x + 1).contiguous()
     z = (y * y).contiguous()
     return (z - x).sum()
   for i in range(5):
+    x = Tensor(np.full(32, float(i), np.float32), device=name).realize()
     before = dev.submissions
-    out = step(Tensor(np.full(32, float(i), np.float32)))
+    out = step(x)
+    submitted = dev.submissions - before
     assert out.item() == 32 * ((i + 1) ** 2 - i)
-    if i >= 2: assert dev.submissions - before == 1, "a replay submits one prebuilt queue"
+    if i >= 2: assert submitted == 1, "a replay submits one prebuilt queue"
 
 def test_multi_device_jit_waits_across_devices():
   from tg import Tensor, TinyJit

@@ -11,11 +11,12 @@ u16 status = 0xFFFF):
   32 XID_PUSHBUFFER  a malformed push buffer or GPFIFO state, an unknown host method, a method on an unbound subchannel
 """
 from __future__ import annotations
-import bisect, ctypes, errno, struct, threading, time
+import bisect, ctypes, errno, hashlib, os, struct, threading, time
 from dataclasses import dataclass, field
 import cffi
 import numpy as np
 from ir.helpers import prod
+from ir.switches import getenv
 from drivers import system
 from drivers.nv import pushbuf, qmd
 from drivers.nv import rm_abi as rm
@@ -173,8 +174,7 @@ class GPU:
     self.maps: list[Mapping] = []   # sorted by va, disjoint
     self.channels: list[Channel] = []
     self.faults: list[str] = []
-    self._programs: dict[tuple[int, bytes], tuple[PTXModule, str]] = {}
-    self._memory: ArrayMemory | None = None  # every mapping, as the interpreter addresses global memory
+    self.memory = ArrayMemory()  # every mapping, as the PTX interpreter addresses global memory
     self._thread: threading.Thread | None = None
     self._stop = threading.Event()
 
@@ -185,21 +185,15 @@ class GPU:
       self.unmap(va, size)
       bisect.insort(self.maps, Mapping(va, size, mem, offset), key=lambda m: m.va)
       mem.pin()
-      self._memory = None
+      self.memory.add(va, np.frombuffer(system.memoryview_at(mem.host + offset, size), np.uint8))
 
   def unmap(self, va: int, size: int) -> None:
     """Drops the mappings that start inside [va, va+size) (UVM maps and frees whole ranges)."""
     with self.lock:
       for m in [m for m in self.maps if va <= m.va < va + size]:
         self.maps.remove(m)
+        self.memory.remove(m.va)
         m.mem.unpin()
-        self._memory = None
-
-  def memory(self) -> ArrayMemory:
-    if self._memory is None:
-      self._memory = ArrayMemory()
-      for m in self.maps: self._memory.add(m.va, np.frombuffer(system.memoryview_at(m.host, m.size), np.uint8))
-    return self._memory
 
   def mapping(self, va: int, nbytes: int, what: str) -> Mapping:
     i = bisect.bisect_right(self.maps, va, key=lambda m: m.va) - 1
@@ -404,7 +398,7 @@ class GPU:
     self.check_windows(regs, q, tuple(pointers))
     if q["shared_memory_size"] < module.shared_size(entry):
       raise GPUFault(XID_ENGINE, f"the QMD gives {q['shared_memory_size']:#x} bytes of shared memory, the kernel declares {module.shared_size(entry):#x}")
-    try: module.run(entry, grid, block, params, self.memory())
+    try: module.run(entry, grid, block, params, self.memory)
     except PTXFault as e: raise GPUFault(XID_MMU, f"MMU fault: {e}") from None
     except PTXError as e: raise GPUFault(XID_ENGINE, f"the program failed: {e}") from None
 
@@ -432,8 +426,8 @@ class GPU:
     """The PTX module and entry at a QMD's program address (a mock cubin's .text)."""
     head = bytes(self.view(va, 8, "program"))
     if head[:4] != PROGRAM_MAGIC: raise GPUFault(XID_ENGINE, f"no PTX payload at program address {va:#x} (SASS from a real compiler?)")
-    blob = bytes(self.view(va + 8, struct.unpack_from("<I", head, 4)[0], "program"))
-    if (hit := self._programs.get((va, blob))) is None:
-      module = PTXModule(blob.decode())
-      hit = self._programs[(va, blob)] = (module, module.entries[0])
-    return hit
+    text = bytes(self.view(va + 8, struct.unpack_from("<I", head, 4)[0], "program")).decode()
+    if keep := getenv("MOCKGPU_PTX_DIR", ""):  # tests assemble what the model ran with the real ptxas afterwards
+      with open(os.path.join(keep, hashlib.sha256(text.encode()).hexdigest()[:24] + ".ptx"), "w") as f: f.write(text)
+    module = PTXModule(text)  # parses are cached by text
+    return module, module.entries[0]

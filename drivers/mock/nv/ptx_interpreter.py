@@ -28,16 +28,27 @@ class Memory(Protocol):
 class ArrayMemory:
   """Global memory made of numpy arrays placed at virtual addresses; an access not fully inside one array faults.
   Stores from several lanes to one address keep the last lane's value (numpy assigns repeated indices in order)."""
-  def __init__(self): self._va, self._buf = [], []
+  def __init__(self, regions: list[tuple[int, np.ndarray]] = ()):
+    self._va, self._buf, self._table = [], [], None
+    for va, array in sorted(regions, key=lambda r: r[0]): self.add(va, array)
   def add(self, va: int, array: np.ndarray) -> None:
     if not array.flags.c_contiguous: raise ValueError("ArrayMemory needs C-contiguous arrays (writes must reach them)")
     buf, i = array.reshape(-1).view(np.uint8), bisect.bisect(self._va, va)
     if (i and self._va[i-1] + len(self._buf[i-1]) > va) or (i < len(self._va) and va + len(buf) > self._va[i]):
       raise ValueError(f"region at {va:#x} of {len(buf)} bytes overlaps another")
     self._va.insert(i, va); self._buf.insert(i, buf)
+    self._table = None
+  def remove(self, va: int) -> None:
+    """Drops the region that starts at va."""
+    i = bisect.bisect_left(self._va, va)
+    if i == len(self._va) or self._va[i] != va: raise ValueError(f"no region starts at {va:#x}")
+    del self._va[i], self._buf[i]
+    self._table = None
   def _find(self, addrs: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    starts, lens = np.array(self._va + [0], np.uint64), np.array([len(b) for b in self._buf] + [0], np.uint64)
-    r = np.searchsorted(starts[:-1], addrs, "right").astype(np.int64) - 1  # -1 (below every region) picks the dummy
+    if self._table is None:  # region starts and lengths, plus a dummy empty region that addresses below every region pick
+      self._table = np.array(self._va + [0], np.uint64), np.array([len(b) for b in self._buf] + [0], np.uint64)
+    starts, lens = self._table
+    r = np.searchsorted(starts[:-1], addrs, "right").astype(np.int64) - 1
     off = addrs - starts[r]
     ok = (r >= 0) & (off < lens[r]) & (lens[r] - off >= size)
     if not ok.all():
@@ -53,6 +64,7 @@ class ArrayMemory:
   def store(self, addrs: np.ndarray, data: np.ndarray) -> None:
     addrs, data = np.asarray(addrs, np.uint64), np.asarray(data, np.uint8)
     r, off = self._find(addrs, data.shape[1])
+    if len(r) and r.min() == r.max(): return _scatter(self._buf[r[0]], off, data)
     for k in np.unique(r): _scatter(self._buf[k], off[r == k], data[r == k])
 
 def _gather(buf: np.ndarray, off: np.ndarray, size: int) -> np.ndarray:

@@ -1,0 +1,131 @@
+"""The NV driver against the MOCK NV model, in this process: bring-up on every modelled architecture and both driver
+branches, kernels (PTX rendered by tg, run by the model's PTX interpreter) checked against numpy, copies through the
+staging buffers, engine ordering, and the errors a user or a driver bug can cause (the model checks what nvidia.ko does)."""
+import time
+import numpy as np
+import pytest
+from ir.switches import Context
+from codegen.program import get_program
+from drivers.hcq import HCQTimeoutError
+from drivers.mock import mock_system
+from drivers.mock.nv.gpu import ARCHS
+from drivers.mock.nv.model import NVModel
+from drivers.nv import qmd, rm_abi as nv
+from drivers.nv.device import NVDevice
+from drivers.nv.memory import NVBuffer
+from drivers.nv.rm import RMError
+from tg import Tensor
+
+def open_nv(arch: str = "hopper", driver: str = "580.159.03") -> tuple[NVDevice, NVModel]:
+  model = NVModel(arch, driver)
+  mock_system.register("/dev/nvidia", model)
+  with Context(DEV="MOCK+NV"): return NVDevice("NV"), model
+
+@pytest.fixture
+def nvdev(request):
+  dev, model = open_nv(*getattr(request, "param", ("hopper",)))
+  yield dev, model
+  model.gpu.stop()
+
+def upload(dev: NVDevice, a: np.ndarray) -> NVBuffer:
+  buf = dev.allocator.alloc(max(a.nbytes, 1))
+  dev.allocator.copyin(buf, memoryview(np.ascontiguousarray(a)).cast("B"))
+  return buf
+
+def download(dev: NVDevice, buf: NVBuffer, like: np.ndarray) -> np.ndarray:
+  out = np.empty_like(like)
+  dev.allocator.copyout(memoryview(out).cast("B"), buf)
+  return out
+
+def run_on(dev: NVDevice, out: Tensor) -> np.ndarray:
+  """Schedules `out` (built from realized CPU tensors), compiles its one kernel for dev and runs it there."""
+  (item,) = out.schedule()
+  spec = get_program(item.ast, dev.renderer)
+  prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
+  bufs = [dev.allocator.alloc(item.bufs[0].nbytes)] + [upload(dev, np.frombuffer(b.as_bytes(), np.uint8)) for b in item.bufs[1:]]
+  prg(*bufs, global_size=spec.global_size, local_size=spec.local_size)
+  dev.synchronize()
+  return download(dev, bufs[0], np.zeros(out.shape, np.float32))
+
+SM = {"ampere": 86, "ada": 89, "hopper": 90, "blackwell": 100}
+QMD = {"ampere": "V03_00", "ada": "V03_00", "hopper": "V04_00", "blackwell": "V05_00"}
+
+@pytest.mark.parametrize("nvdev", [(arch,) for arch in ARCHS], indirect=True, ids=list(ARCHS))
+def test_bring_up_and_kernels_on_every_architecture(nvdev):
+  dev, model = nvdev
+  arch = model.gpu.arch
+  assert dev.arch == f"sm_{SM[arch.name]}" and dev.compute_class == arch.compute and dev.dma_class == arch.dma
+  assert dev.qmd_layout.version == QMD[arch.name] == qmd.qmd_version_for_class(arch.compute)
+  rng = np.random.default_rng(0)
+  x, y = rng.standard_normal((48, 40)).astype(np.float32), rng.standard_normal((40, 24)).astype(np.float32)
+  np.testing.assert_allclose(run_on(dev, (Tensor(x) @ Tensor(y)).relu()), np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
+  big = rng.standard_normal(5000).astype(np.float32)
+  np.testing.assert_allclose(run_on(dev, Tensor(big).sum()), big.sum(dtype=np.float64), rtol=1e-5, atol=1e-4)  # a shared-memory reduction
+  assert model.faults == []
+
+def test_570_driver_branch_brings_up():
+  dev, model = open_nv("ampere", "570.211.01")
+  try:
+    assert dev.rm.abi.branch == "570" and dev.rm.version == "570.211.01"
+    a = np.arange(10, dtype=np.float32)
+    np.testing.assert_array_equal(run_on(dev, Tensor(a) * 2 + 1), a * 2 + 1)
+  finally: model.gpu.stop()
+
+def test_unsupported_driver_version_is_named():
+  mock_system.register("/dev/nvidia", NVModel("hopper", "535.183.01"))
+  with Context(DEV="MOCK+NV"), pytest.raises(RMError, match=r"unsupported NVIDIA driver version '535\.183\.01'"): NVDevice("NV")
+
+@pytest.mark.parametrize("size", [1, 4096 + 3, (5 << 20) + 7])
+def test_copies_round_trip_through_staging(nvdev, size):
+  dev, _ = nvdev
+  data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8)
+  a = upload(dev, data)
+  b = dev.allocator.alloc(size)
+  dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(b, a, size).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  np.testing.assert_array_equal(download(dev, b, data), data)
+
+def test_compute_waits_for_a_signal_from_the_copy_engine(nvdev):
+  dev, _ = nvdev
+  gate, done = dev.new_signal("gate"), dev.new_signal("done")
+  dev.compute_queue().wait(gate, 1).signal(done, 7).submit(dev)
+  time.sleep(0.05)
+  assert done.value == 0, "the compute channel must wait for the gate"
+  dev.copy_queue().signal(gate, 1).submit(dev)
+  done.wait(7, timeout_ms=5000)
+  assert done.value == 7 and done.timestamp >= gate.timestamp > 0
+
+def test_freed_memory_leaves_the_gpu_page_table(nvdev):
+  dev, model = nvdev
+  maps, used = len(model.gpu.maps), model.vram_used
+  buf = dev.alloc_memory(3 << 20)
+  assert len(model.gpu.maps) == maps + 1 and model.vram_used == used + (4 << 20)  # rounded up to 2 MiB pages
+  dev.free_memory(buf)
+  assert len(model.gpu.maps) == maps and model.vram_used == used
+  with pytest.raises(MemoryError, match=r"out of video memory for 17179869184 bytes"): dev.alloc_memory(16 << 30)
+
+def test_unmapped_pointer_faults_the_channel_and_is_reported(nvdev):
+  dev, model = nvdev
+  t = Tensor.empty(16)
+  (item,) = (t + 1).schedule()
+  spec = get_program(item.ast, dev.renderer)
+  prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
+  good = dev.allocator.alloc(64)
+  prg(good, NVBuffer(0x7000_0000_0000, 64), global_size=spec.global_size, local_size=spec.local_size)
+  start = time.perf_counter()
+  with pytest.raises((RuntimeError, HCQTimeoutError), match="error notifier status 0xffff, info 31"): dev.synchronize(timeout_ms=20000)
+  assert time.perf_counter() - start < 5, "a channel error is reported without waiting for the timeout"
+  assert len(model.faults) == 1 and "MMU fault" in model.faults[0] and "0x700000000000" in model.faults[0]
+
+def test_model_checks_what_the_kernel_module_checks(nvdev):
+  dev, model = nvdev
+  rm = dev.rm
+  with pytest.raises(RMError, match="NV_ERR_INVALID_PARAM_STRUCT"):  # a params struct of the wrong size (another branch's layout)
+    rm.alloc(dev.device_handle, nv.FERMI_VASPACE_A, rm.abi.new("NV_CTXSHARE_ALLOCATION_PARAMETERS"), "NV_CTXSHARE_ALLOCATION_PARAMETERS")
+  with pytest.raises(RMError, match="NV_ERR_INVALID_OBJECT_PARENT"): rm.alloc_with(dev.subdevice, nv.KEPLER_CHANNEL_GROUP_A, "NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS")
+  with pytest.raises(RMError, match="NV_ERR_INVALID_CLASS"): rm.alloc(dev.device_handle, nv.BLACKWELL_COMPUTE_B)
+  with pytest.raises(RMError, match="NV_ERR_INVALID_OBJECT_HANDLE"): rm.control(dev.device_handle, nv.NV2080_CTRL_CMD_GR_GET_INFO, "NV2080_CTRL_GR_GET_INFO_PARAMS")
+  with pytest.raises(RMError, match="NV_ERR_UVM_ADDRESS_IN_USE"): dev.uvm.map(dev.uuid, dev.signal_memory.va, 0x1000, dev.signal_memory.handle)
+  with pytest.raises(OSError, match=r"encodes 4 bytes"):  # an escape whose request number carries the wrong size
+    dev.system.ioctl(rm.ctl, "NV_ESC_RM_ALLOC", nv.escape_request(nv.NV_ESC_RM_ALLOC, 4), rm.abi.new("NVOS21_PARAMETERS"))
+  assert model.faults == []

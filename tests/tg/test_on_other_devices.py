@@ -1,0 +1,53 @@
+"""The Tensor op tests again on two other devices, as two concurrent subprocesses (one per core):
+- DEV=PYTHON: every kernel runs on the UOp interpreter instead of LLVM, so the codegen is checked independently of
+  the CPU backend;
+- DEV=MOCK+NV: the NV driver (RM, UVM, channels, QMDs, copies, HCQ graphs) runs against the software model, which
+  executes the PTX tg renders on a reference PTX interpreter, so the PTX renderer is checked op by op; afterwards
+  every kernel the model ran is assembled by the real ptxas for each supported architecture.
+(The suites run in full; their shapes are small.)"""
+import os, pathlib, re, subprocess, sys, tempfile
+import pytest
+from codegen.ptx_compiler import PTXCompiler, find_nvjitlink, find_ptxas
+
+ROOT = pathlib.Path(__file__).parents[2]
+OP_SUITES = ["tests/tg/test_ops_elementwise.py", "tests/tg/test_ops_reduce.py", "tests/tg/test_ops_movement.py",
+             "tests/tg/test_ops_processing.py", "tests/tg/test_losses.py"]
+RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"]}
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("ptx")
+
+@pytest.fixture(scope="module")
+def runs(kernels):
+  """Starts every run at once and waits for all of them: {DEV: (exit code, output)}. Output goes to files, which
+  (unlike pipes) never fill up and stall a run."""
+  logs = {dev: tempfile.TemporaryFile("w+") for dev in RUNS}
+  procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *suites], cwd=ROOT,
+                                 env={**os.environ, "DEV": dev, "MOCKGPU_PTX_DIR": str(kernels)}, stdout=logs[dev], stderr=subprocess.STDOUT, text=True)
+           for dev, suites in RUNS.items()}
+  codes = {dev: p.wait() for dev, p in procs.items()}
+  for log in logs.values(): log.seek(0)
+  return {dev: (codes[dev], logs[dev].read()) for dev in RUNS}
+
+@pytest.mark.parametrize("dev", list(RUNS))
+def test_suites_pass_on(dev, runs):
+  code, out = runs[dev]
+  assert code == 0, out[-6000:]
+  assert " passed" in out.splitlines()[-1]
+
+def one_module(kernels: pathlib.Path, arch: str) -> str:
+  """Every kernel the model ran, renamed k0, k1, ... (names repeat across kernels), in one PTX module for `arch`."""
+  bodies = []
+  for i, f in enumerate(sorted(kernels.glob("*.ptx"))):
+    text = f.read_text()
+    body = text[text.index(".address_size 64") + len(".address_size 64"):]
+    bodies.append(re.sub(r"\.entry\s+[\w$]+\s*\(", f".entry k{i}(", body, count=1))
+  return f".version 7.8\n.target {arch}\n.address_size 64\n" + "\n".join(bodies)
+
+@pytest.mark.skipif(find_ptxas() is None and find_nvjitlink() is None, reason="no ptxas or nvJitLink (pip install -e '.[test]' brings ptxas)")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
+def test_every_kernel_the_model_ran_assembles(arch, runs, kernels):
+  assert runs["MOCK+NV"][0] == 0, "the MOCK+NV run failed"
+  src = one_module(kernels, arch)
+  assert src.count(".entry") > 500, "the op suites launch hundreds of distinct kernels"
+  assert PTXCompiler(arch).compile(src)[:4] == b"\x7fELF"
