@@ -196,6 +196,9 @@ class HCQCompiled(Compiled):
   def check_faults(self) -> str | None:
     """What the device reports about a failure of its engines (a channel error), or None."""
     return None
+  def busy_queues(self) -> str | None:
+    """Which hardware queues still hold unfinished work (for timeout messages), or None."""
+    return None
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
@@ -218,7 +221,7 @@ class HCQCompiled(Compiled):
     except HCQTimeoutError as e:
       err, self.error = failure(), None
       self.timeline_signal.value = self.timeline_value - 1  # give up on the lost work so the device can go on
-      raise HCQTimeoutError(f"{err}" if err else str(e)) from None
+      raise HCQTimeoutError(f"{err}" if err else f"{e}; {self.busy_queues() or 'no queue reports pending work'}") from None
     if (err := failure()) is not None:
       self.error = None
       self.timeline_signal.value = self.timeline_value - 1  # the failed work won't signal: give up on it

@@ -76,17 +76,18 @@ def _alu(op: Ops, dt: DType, src_dt: DType, args: list):
   if op is Ops.MULACC: return a * args[1] + args[2]
   raise NotImplementedError(f"PYTHON can't run {op}")
 
-class LinearProgram:
-  """A linear program ready to interpret: `run(bufs, vals, global_size, local_size)` with bufs as numpy byte arrays."""
-  def __init__(self, uops: list[UOp]):
-    self.uops = uops
+class PythonProgram(HCQProgram):
+  def __init__(self, dev: PythonDevice, name: str, lib: bytes, spec: ProgramSpec):
+    super().__init__(dev, name)
+    self.uops, self.nbufs = pickle.loads(lib), len(spec.globals)
     self.end_of: dict[int, int] = {}
     stack: list[int] = []
     for i, u in enumerate(self.uops):
       if u.op is Ops.RANGE: stack.append(i)
       elif u.op is Ops.ENDRANGE: self.end_of[stack.pop()] = i
 
-  def run(self, bufs: list[np.ndarray], vals: tuple[int, ...], global_size, local_size) -> None:
+  def execute(self, args: list, global_size, local_size) -> None:
+    bufs, vals = args[:self.nbufs], tuple(args[self.nbufs:])
     local_size = tuple(local_size or (1, 1, 1))
     groups, per_group = prod(global_size), prod(local_size)
     t = np.arange(groups * per_group)
@@ -176,13 +177,6 @@ class LinearProgram:
     per_thread = lambda x: x.reshape(-1, *[1] * (index.ndim - 1)) if x.ndim == 1 else x  # one gate for all of a thread's lanes
     keep = np.broadcast_to(per_thread(active) & (per_thread(np.asarray(v[u.src[3]])) if len(u.src) == 4 else True), index.shape)
     mem[index[keep]] = np.broadcast_to(data, index.shape).astype(mem.dtype)[keep]
-
-class PythonProgram(HCQProgram):
-  def __init__(self, dev: PythonDevice, name: str, lib: bytes, spec: ProgramSpec):
-    super().__init__(dev, name)
-    self.program, self.nbufs = LinearProgram(pickle.loads(lib)), len(spec.globals)
-  def execute(self, args: list, global_size, local_size) -> None:
-    self.program.run(args[:self.nbufs], tuple(args[self.nbufs:]), global_size, local_size)
 
 class PythonDevice(HCQCompiled):
   """Programs are interpreted on the compute engine's worker thread."""

@@ -310,6 +310,11 @@ class NVDevice(HCQCompiled):
   # ---- submission ----
   def submit(self, channel: str, words: list[int]) -> None: self.channels[channel].submit(words)
 
+  def busy_queues(self) -> str | None:
+    busy = [f"{name} channel {ch.handle:#x} at GPFIFO entry {int(ch.userd[USERD_GP_GET // 4])} of {ch.put}"
+            for name, ch in self.channels.items() if int(ch.userd[USERD_GP_GET // 4]) != ch.put]
+    return "stuck: " + ", ".join(busy) if busy else None
+
   def check_faults(self) -> str | None:
     errors = [f"{name} {err}" for name, ch in self.channels.items() if (err := ch.error()) is not None]
     return f"{self.device}: " + "; ".join(errors) if errors else None

@@ -1,6 +1,7 @@
 """The NV driver against the MOCK NV model, in this process: bring-up on every modelled architecture and both driver
 branches, kernels (PTX rendered by tg, run by the model's PTX interpreter) checked against numpy, copies through the
-staging buffers, engine ordering, and the errors a user or a driver bug can cause (the model checks what nvidia.ko does)."""
+staging buffers, and the errors a user or a driver bug can cause (the model checks what nvidia.ko does).
+Queue ordering, patching and JIT graphs on NV are tests/drivers/test_hcq.py, run with DEV=MOCK+NV by tests/tg/test_on_other_devices.py."""
 import time
 import numpy as np
 import pytest
@@ -85,15 +86,16 @@ def test_copies_round_trip_through_staging(nvdev, size):
   dev.synchronize()
   np.testing.assert_array_equal(download(dev, b, data), data)
 
-def test_compute_waits_for_a_signal_from_the_copy_engine(nvdev):
-  dev, _ = nvdev
-  gate, done = dev.new_signal("gate"), dev.new_signal("done")
-  dev.compute_queue().wait(gate, 1).signal(done, 7).submit(dev)
-  time.sleep(0.05)
-  assert done.value == 0, "the compute channel must wait for the gate"
-  dev.copy_queue().signal(gate, 1).submit(dev)
-  done.wait(7, timeout_ms=5000)
-  assert done.value == 7 and done.timestamp >= gate.timestamp > 0
+def test_a_hang_times_out_naming_the_signal_and_the_stuck_channel(nvdev):
+  dev, model = nvdev
+  never = dev.new_signal("never")
+  dev.compute_queue().wait(never, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with pytest.raises(HCQTimeoutError, match=r"NV: timeline is \d+, waited 200 ms for \d+; stuck: compute channel 0x[0-9a-f]+ at GPFIFO entry"):
+    dev.synchronize(timeout_ms=200)
+  never.value = 1  # the wait is satisfied: the channel goes on
+  dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  assert model.faults == []
 
 def test_freed_memory_leaves_the_gpu_page_table(nvdev):
   dev, model = nvdev
