@@ -1,8 +1,10 @@
 """The NVIDIA kernel modules as a MOCK model: the RM escapes on /dev/nvidiactl and /dev/nvidiaN (objects in a handle
 tree, controls, CPU mappings) and nvidia-uvm's GPU virtual address space, over one GPU from drivers/mock/nv/gpu.py.
-Like the real modules it checks what a driver can get wrong: escape sizes (the request number encodes them),
-parameter struct sizes (NV_ERR_INVALID_PARAM_STRUCT), parents and classes (NV_ERR_INVALID_OBJECT_PARENT,
-NV_ERR_INVALID_CLASS), handles, and UVM ranges (overlaps, unaligned or unmapped addresses).
+Like the real modules it checks what a driver can get wrong: escape sizes (the request number encodes them), control
+parameter sizes (NV_ERR_INVALID_PARAM_STRUCT), parents and classes (NV_ERR_INVALID_OBJECT_PARENT,
+NV_ERR_INVALID_CLASS), handles, and UVM ranges (overlaps, unaligned or unmapped addresses). It is stricter than RM in
+one place: allocation parameters must have their exact size too, since RM reads them unchecked and a layout from the
+wrong driver branch would otherwise go unnoticed.
 
 MOCKGPU_ARCH (ampere, ada, hopper, blackwell; default hopper) picks the GPU and MOCKGPU_DRIVER (default 580.159.03)
 the module version and so the ABI branch."""
@@ -39,7 +41,7 @@ class RmObject:
 @dataclass(eq=False)
 class File:
   path: str
-  mapped: RmObject | None = None   # /dev/nvidiaN: the memory RM_MAP_MEMORY set up for the next mmap
+  mapped: tuple[Memory, int] | None = None  # /dev/nvidiaN: (memory, offset) RM_MAP_MEMORY set up for the next mmap
   uvm_ready: bool = False          # /dev/nvidia-uvm: UVM_INITIALIZE done
 
 MEMORY_CLASSES = (nv.NV01_MEMORY_SYSTEM, nv.NV01_MEMORY_LOCAL_USER)
@@ -70,9 +72,9 @@ class NVModel(DeviceModel):
 
   def mmap(self, handle: File, addr: int, size: int, prot: int, flags: int, offset: int) -> int:
     if handle.mapped is None: raise OSError(errno.EINVAL, f"mmap of {handle.path} without a preceding NV_ESC_RM_MAP_MEMORY")
-    mem, handle.mapped = handle.mapped.state, None
-    if size > mem.size: raise OSError(errno.EINVAL, f"mmap of {size:#x} bytes of a {mem.size:#x}-byte memory object")
-    return mem.alias(0, size, addr or None)
+    (mem, at), handle.mapped = handle.mapped, None
+    if at + size > mem.size: raise OSError(errno.EINVAL, f"mmap of {size:#x} bytes at {at:#x} of a {mem.size:#x}-byte memory object")
+    return mem.alias(at, size, addr or None)
 
   def munmap(self, handle: File, addr: int, size: int) -> None:
     system.munmap(addr & ~(system.PAGE_SIZE - 1), -(-(addr % system.PAGE_SIZE + size) // system.PAGE_SIZE) * system.PAGE_SIZE)
@@ -115,7 +117,7 @@ class NVModel(DeviceModel):
     if not isinstance(obj.state, Memory) or obj.cls == nv.NV01_MEMORY_LOCAL_USER:
       raise RmFailure("NV_ERR_INVALID_OBJECT", f"object {p.hMemory:#x} (class {obj.cls:#x}) has no CPU mapping in the model")
     if p.offset + p.length > obj.state.size: raise RmFailure("NV_ERR_INVALID_LIMIT", f"mapping {p.length:#x} bytes at {p.offset:#x} of {obj.state.size:#x}")
-    handle.mapped = obj
+    handle.mapped = (obj.state, p.offset)
 
   def rm_free(self, handle: File, arg) -> None:
     def free() -> None:
