@@ -706,9 +706,48 @@ def _d_bar(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
 
 def _d_nop(ctx: _Ctx, op: str, mods: list[str], ops: list[str]): return _OP, None  # memory is coherent in lockstep
 
+# mma.m16n8k16 fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"): lane l of a warp is group g = l // 4 and
+# thread t = l % 4 in it; element i of each fragment sits at these (row, column) of A (16x16), B (16x8) and C/D (16x8)
+_LANE_G, _LANE_T = np.arange(32) // 4, np.arange(32) % 4
+_MMA_A = [(_LANE_G + 8 * (i // 2 % 2), 2 * _LANE_T + i % 2 + 8 * (i // 4)) for i in range(8)]
+_MMA_B = [(2 * _LANE_T + i % 2 + 8 * (i // 2), _LANE_G) for i in range(4)]
+_MMA_C = [(_LANE_G + 8 * (i // 2), 2 * _LANE_T + i % 2) for i in range(4)]
+
+def _d_mma(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
+  """mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: each warp computes D = A @ B + C, A and B
+  packed two halves per .b32 register (the low half is the lower-numbered element). Computed in float64 and rounded
+  once to f32 (hardware may round the sum in other steps)."""
+  if mods[:6] != ["sync", "aligned", "m16n8k16", "row", "col", "f32"] or len(mods) != 9 or mods[6] != mods[7] \
+     or mods[6] not in ("f16", "bf16") or mods[8] != "f32" or len(ops) != 4:
+    raise _Bad("unsupported mma form (the interpreter has mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32)")
+  d, a, b, c = (_vector(o) for o in ops)
+  if (len(d), len(a), len(b), len(c)) != (4, 4, 2, 4): raise _Bad("m16n8k16 takes 4 D, 4 A, 2 B and 4 C registers")
+  f32, b32 = TYPES["f32"], TYPES["b32"]
+  wd, ra, rb, rc = [ctx.write(x, f32) for x in d], [ctx.read(x, b32) for x in a], [ctx.read(x, b32) for x in b], [ctx.read(x, f32) for x in c]
+  def halves(R, s, regs) -> list[np.ndarray]:
+    out = []
+    for r in regs:
+      bits = np.asarray(r(R, s)).astype(np.uint32)
+      for h in (bits & 0xFFFF, bits >> 16):
+        out.append(h.astype(np.uint16).view(np.float16).astype(np.float64) if mods[6] == "f16" else _bf16_value(h).astype(np.float64))
+    return out
+  def run(st, s):
+    lanes = np.arange(st.n)[s]
+    first = lanes[::32] % st.bt
+    if len(lanes) % 32 or (first % 32).any() or (st.bt - first < 32).any() or (np.diff(lanes.reshape(-1, 32)) != 1).any():
+      raise PTXError("mma.sync needs whole warps executing together (32 converged threads of one block)")
+    w = len(lanes) // 32
+    A, B, C = np.zeros((w, 16, 16)), np.zeros((w, 16, 8)), np.zeros((w, 16, 8))
+    for (row, col), v in zip(_MMA_A, halves(st.R, s, ra)): A[:, row, col] = v.reshape(w, 32)
+    for (row, col), v in zip(_MMA_B, halves(st.R, s, rb)): B[:, row, col] = v.reshape(w, 32)
+    for (row, col), r in zip(_MMA_C, rc): C[:, row, col] = np.asarray(r(st.R, s)).astype(np.float64).reshape(w, 32)
+    D = (A @ B + C).astype(np.float32)
+    for (row, col), wr in zip(_MMA_C, wd): wr(st.R, s, D[:, row, col].reshape(-1))
+  return _OP, run
+
 _DECODERS = {**{op: _d_arith for op in _ARITH}, "setp": _d_setp, "selp": _d_selp, "mov": _d_mov, "cvta": _d_mov, "cvt": _d_cvt,
              "ld": _d_mem, "st": _d_mem, "bra": _d_bra, "ret": _d_exit, "exit": _d_exit, "bar": _d_bar, "barrier": _d_bar,
-             "membar": _d_nop, "fence": _d_nop}
+             "membar": _d_nop, "fence": _d_nop, "mma": _d_mma}
 _INSTR = re.compile(r"(?:@(!?)\s*(\S+)\s+)?([\w.:]+)\s*(.*)", re.S)
 
 def _decode(ctx: _Ctx, text: str) -> tuple:
@@ -827,7 +866,7 @@ def _parse(src: str) -> dict[str, _Kernel]:
 _WAIT, _EXITED = 1 << 30, 1 << 40  # pc offsets: a lane waiting at a barrier, a lane that has exited
 
 class _State:
-  __slots__ = ("R", "n", "mem", "params", "shared", "S", "sbase")
+  __slots__ = ("R", "n", "bt", "mem", "params", "shared", "S", "sbase")
 
 def _narrow_sel(sel, p: np.ndarray):
   """The lanes of `sel` where p holds: sel itself when all do, None when none do."""
@@ -890,7 +929,8 @@ def _pack_params(k: _Kernel, params) -> bytes:
 
 def _run_batch(k: _Kernel, st: _State, b0: int, nb: int, grid: tuple, block: tuple, steps: list) -> None:
   bt = math.prod(block)
-  n = st.n = nb * bt
+  n, st.bt = nb * bt, bt
+  st.n = n
   lane = np.arange(n, dtype=np.int64)
   blk, thr = b0 + lane // bt, lane % bt
   unravel = lambda i, dims: (i % dims[0], i // dims[0] % dims[1], i // (dims[0] * dims[1]))

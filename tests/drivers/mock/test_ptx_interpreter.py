@@ -776,6 +776,66 @@ def test_wrong_register_width_and_missing_rounding_are_errors():
     PTXModule(HEAD + ".visible .entry bad()\n{\n  .reg .b16 %h1;\n  .reg .f32 %f1;\n  cvt.f16.f32 %h1, %f1;\n}\n")
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed: the test kernels are not assembled")
+def mma_kernel(half: str) -> str:
+  return kernel(f"mma_{half}", f"""
+.visible .entry mma_{half}(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)
+{{
+  .reg .b32 %r<8>;
+  .reg .f32 %f<9>;
+  .reg .b64 %rd<10>;
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [c];
+  ld.param.u64 %rd4, [d];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r1, %r1, %r2, %r3;
+  mul.wide.u32 %rd5, %r1, 16;
+  add.s64 %rd6, %rd1, %rd5;
+  ld.global.v4.b32 {{%r4, %r5, %r6, %r7}}, [%rd6];
+  mul.wide.u32 %rd7, %r1, 8;
+  add.s64 %rd7, %rd2, %rd7;
+  ld.global.v2.b32 {{%r2, %r3}}, [%rd7];
+  add.s64 %rd8, %rd3, %rd5;
+  ld.global.v4.f32 {{%f1, %f2, %f3, %f4}}, [%rd8];
+  mma.sync.aligned.m16n8k16.row.col.f32.{half}.{half}.f32 {{%f5, %f6, %f7, %f8}}, {{%r4, %r5, %r6, %r7}}, {{%r2, %r3}}, {{%f1, %f2, %f3, %f4}};
+  add.s64 %rd9, %rd4, %rd5;
+  st.global.v4.f32 [%rd9], {{%f5, %f6, %f7, %f8}};
+  ret;
+}}
+""")
+MMA = {"f16": mma_kernel("f16"), "bf16": mma_kernel("bf16")}
+
+def fragments(m: np.ndarray, places) -> np.ndarray:
+  """m (warps x rows x cols) as each lane's fragment elements: lane l = 4*g + t holds element i at places(g, t, i)."""
+  out = np.zeros((m.shape[0], 32, len(places(0, 0, None))), m.dtype)
+  for l in range(32):
+    for i, (row, col) in enumerate(places(l // 4, l % 4, None)): out[:, l, i] = m[:, row, col]
+  return out
+
+# the PTX ISA's m16n8k16 layouts, written out per element: A row-major 16x16, B 16x8 (k x n), C/D 16x8
+A_AT = lambda g, t, _: [(g, 2*t), (g, 2*t+1), (g+8, 2*t), (g+8, 2*t+1), (g, 2*t+8), (g, 2*t+9), (g+8, 2*t+8), (g+8, 2*t+9)]
+B_AT = lambda g, t, _: [(2*t, g), (2*t+1, g), (2*t+8, g), (2*t+9, g)]
+C_AT = lambda g, t, _: [(g, 2*t), (g, 2*t+1), (g+8, 2*t), (g+8, 2*t+1)]
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+def test_mma_m16n8k16_is_a_warp_matrix_product(half):
+  rng, warps = np.random.default_rng(7), 4  # two blocks of two warps: each warp its own matrices
+  A, B, C = rng.standard_normal((warps, 16, 16)), rng.standard_normal((warps, 16, 8)), rng.standard_normal((warps, 16, 8)).astype(np.float32)
+  if half == "f16": A, B = A.astype(np.float16), B.astype(np.float16)
+  else: A, B = [(x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) for x in (A, B)]  # bf16 bits, truncated
+  value = (lambda x: x.astype(np.float64)) if half == "f16" else (lambda x: (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+  a, b = fragments(A.view(np.uint16), A_AT), fragments(B.view(np.uint16), B_AT)  # two halves per .b32 register, low first
+  d = np.zeros((warps, 32, 4), np.float32)
+  launch(MMA[half], f"mma_{half}", 2, 64, [a, b, fragments(C, C_AT), d])
+  want = fragments((value(A) @ value(B) + C).astype(np.float32), C_AT)
+  np.testing.assert_allclose(d, want, rtol=1e-6, atol=1e-6)
+
+def test_mma_refuses_a_partial_warp():
+  z = lambda *shape: np.zeros(shape, np.uint32)
+  with pytest.raises(PTXError, match="whole warps"): launch(MMA["f16"], "mma_f16", 1, 48, [z(48, 4), z(48, 2), z(48, 4), z(48, 4)])
+
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_ptxas_accepts_the_test_kernels(name, tmp_path):
   (tmp_path / "k.ptx").write_text(KERNELS[name])
