@@ -1,4 +1,4 @@
-import gc, os, subprocess, sys, pathlib
+import ctypes.util, gc, os, subprocess, sys, pathlib
 import numpy as np
 import pytest
 from ir.dtype import dtypes
@@ -18,6 +18,17 @@ def test_unknown_device_lists_known():
 
 def test_device_without_driver_says_why():
   with pytest.raises(DeviceUnavailable, match="METAL unavailable"): Device["METAL"]
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="this machine has the NVIDIA kernel module")
+def test_nv_without_the_kernel_module_says_why_and_default_moves_on():
+  with pytest.raises(DeviceUnavailable, match=r"NV unavailable: no NVIDIA kernel module \(can't open /dev/nvidiactl"): Device["NV"]
+  env = {k: v for k, v in os.environ.items() if k != "DEV"}  # the probe for a default tries NV (and CUDA) before CPU
+  out = subprocess.run([sys.executable, "-c", "from tg import Device; print(Device.DEFAULT)"], env=env, capture_output=True, text=True, cwd=ROOT, check=True)
+  assert out.stdout.split() == ["CPU"]
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="this machine has libcuda")
+def test_cuda_without_libcuda_says_why():
+  with pytest.raises(DeviceUnavailable, match=r"CUDA unavailable: libcuda\.so .* not found"): Device["CUDA"]
 
 def test_cpu_is_cached_and_default():
   assert Device["cpu"] is Device["CPU"]
