@@ -282,4 +282,8 @@ class HCQGraph:
     var_vals["graph_base"] = self.replays * self.span
     self.replays += 1
     for i, d in enumerate(self.devices): var_vals[f"start_{i}"], var_vals[f"end_{i}"] = d.timeline_value - 1, d.next_timeline()
-    for d in self.devices: self.queues[d].submit(d, var_vals)
+    for i, d in enumerate(self.devices):
+      try: self.queues[d].submit(d, var_vals)
+      except Exception:  # nothing of this replay reached the rest: give back their timeline values, or synchronize would wait for them
+        for rest in self.devices[i:]: rest.timeline_value -= 1
+        raise

@@ -154,3 +154,20 @@ def test_transfer_between_devices_on_copy_engine():
   before = Device["PYTHON"].submissions
   y = x.to("PYTHON").realize()
   assert Device["PYTHON"].submissions > before and y.tolist() == list(range(6))
+
+def test_failed_graph_submit_gives_back_the_timeline_value(monkeypatch):
+  from tg import Tensor, TinyJit
+  import drivers.hcq as hcq
+  dev = Device["CPU"]
+  @TinyJit
+  def step(x): return (x + 1).contiguous() * 2
+  for i in range(3): step(Tensor(np.full(8, float(i), np.float32)).realize()).realize()  # captured, then replayed as a graph
+  x = Tensor(np.ones(8, np.float32)).realize()
+  def broken(self, dev, var_vals=None): raise RuntimeError("patching failed")
+  monkeypatch.setattr(hcq.SoftwareQueue, "submit", broken)
+  with pytest.raises(RuntimeError, match="patching failed"): step(x)
+  monkeypatch.undo()
+  start = time.perf_counter()
+  dev.synchronize(timeout_ms=5000)
+  assert time.perf_counter() - start < 1, "no timeline value is left waiting for a submit that never happened"
+  assert step(x).tolist() == [4.0] * 8
