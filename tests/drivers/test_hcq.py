@@ -161,8 +161,8 @@ def test_failed_graph_submit_gives_back_the_timeline_value(monkeypatch):
   dev = Device["CPU"]
   @TinyJit
   def step(x): return (x + 1).contiguous() * 2
-  for i in range(3): step(Tensor(np.full(8, float(i), np.float32)).realize()).realize()  # captured, then replayed as a graph
-  x = Tensor(np.ones(8, np.float32)).realize()
+  for i in range(3): step(Tensor(np.full(8, float(i), np.float32), device="CPU").realize()).realize()  # captured, then replayed as a graph
+  x = Tensor(np.ones(8, np.float32), device="CPU").realize()
   def broken(self, dev, var_vals=None): raise RuntimeError("patching failed")
   monkeypatch.setattr(hcq.SoftwareQueue, "submit", broken)
   with pytest.raises(RuntimeError, match="patching failed"): step(x)
