@@ -16,10 +16,6 @@ MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
 def _wide(v): return v.cast(dtypes.uint64) if isinstance(v, UOp) else v  # a symbolic value may be a narrower int
 def lo32(v): return _wide(v) & 0xFFFFFFFF
 def hi32(v): return _wide(v) >> 32
-def va_part(part):
-  """A patch slot's buffer address, or one half of it."""
-  return lambda b: part(b.va)
-
 class NVQueue(HWQueue):
   channel = "compute"
   def __init__(self):
