@@ -18,19 +18,23 @@ class Model:
 
   def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
 
-if __name__ == "__main__":
-  X_train, Y_train, X_test, Y_test = mnist()
-  model = Model()
+def make_train_step(model: Model, X: Tensor, Y: Tensor, bs: int) -> Callable[[], Tensor]:
+  """One jitted Adam step on a random batch of bs samples of (X, Y); returns the loss (scripts/bench_mnist.py times it)."""
   opt = nn.optim.Adam(nn.state.get_parameters(model))
-
   @TinyJit
   @Context(TRAINING=1)
   def train_step() -> Tensor:
     opt.zero_grad()
-    samples = Tensor.randint(getenv("BS", 512), high=X_train.shape[0])
-    loss = model(X_train[samples]).sparse_categorical_crossentropy(Y_train[samples]).backward()
+    samples = Tensor.randint(bs, high=X.shape[0])
+    loss = model(X[samples]).sparse_categorical_crossentropy(Y[samples]).backward()
     opt.step()
     return loss
+  return train_step
+
+if __name__ == "__main__":
+  X_train, Y_train, X_test, Y_test = mnist()
+  model = Model()
+  train_step = make_train_step(model, X_train, Y_train, getenv("BS", 512))
 
   @TinyJit
   def get_test_acc() -> Tensor: return (model(X_test).argmax(axis=1) == Y_test).mean() * 100

@@ -7,21 +7,12 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 def bench_tg(bs: int, steps: int) -> tuple[float, float]:
-  from tg import Tensor, TinyJit, nn, Context
-  from beautiful_mnist import Model
+  from tg import Tensor
+  from beautiful_mnist import Model, make_train_step
   rng = np.random.default_rng(0)
   X = Tensor(rng.integers(0, 256, (bs * 4, 1, 28, 28), dtype=np.uint8))
   Y = Tensor(rng.integers(0, 10, bs * 4).astype(np.int32))
-  model = Model()
-  opt = nn.optim.Adam(nn.state.get_parameters(model))
-  @TinyJit
-  @Context(TRAINING=1)
-  def step() -> Tensor:
-    opt.zero_grad()
-    samples = Tensor.randint(bs, high=X.shape[0])
-    loss = model(X[samples]).sparse_categorical_crossentropy(Y[samples]).backward()
-    opt.step()
-    return loss
+  step = make_train_step(Model(), X, Y, bs)
   times = []
   for _ in range(steps + 2):
     st = time.perf_counter()
