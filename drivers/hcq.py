@@ -57,6 +57,10 @@ class PatchSlot:
     obj = var_vals[self.name]
     return obj if self.part is None else self.part(obj)
 
+def fill(patch: UOp | PatchSlot, var_vals: dict[str, Any] | None) -> Any:
+  """The value of a patched word for one submit."""
+  return patch.resolve(var_vals) if isinstance(patch, PatchSlot) else sym_infer(patch, var_vals or {})
+
 class HWQueue:
   """A list of commands: `wait`, `signal`, `timestamp`, `exec`, `copy`, `memory_barrier`; `submit` runs it."""
   def __init__(self):
@@ -72,7 +76,7 @@ class HWQueue:
     """The words with every patch filled in."""
     if not self._patches: return self._q
     words = list(self._q)
-    for at, p in self._patches: words[at] = p.resolve(var_vals) if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
+    for at, p in self._patches: words[at] = fill(p, var_vals)
     return words
   def bind(self, dev: HCQCompiled) -> HWQueue:
     """Keep this queue's commands on the device so that submitting it again only patches words."""

@@ -17,7 +17,7 @@ from drivers.system import memoryview_at, system_for
 from drivers.nv import pushbuf as pb, qmd as qmdlib, rm_abi as nv
 from drivers.nv.cubin import Cubin
 from drivers.nv.memory import AddressSpace, ArgumentPool, NVAllocator, NVBuffer, round_up
-from drivers.nv.queues import NVComputeQueue, NVCopyQueue
+from drivers.nv.queues import NVComputeQueue, NVCopyQueue, NVQueue
 from drivers.nv.rm import UVM, RMClient, RMError, is_missing
 
 # preferred classes, newest first: the first one the GPU lists is used
@@ -102,8 +102,7 @@ class Channel:
     """Wait until the channel has executed everything submitted: a semaphore released behind it."""
     if self.fence is None: self.fence = self.dev.new_signal(f"channel {self.handle:#x} fence")
     self.fence_value += 1
-    words = pb.method(pb.SUBC_HOST, pb.Host.SEM_ADDR_LO, self.fence.va & 0xFFFFFFFF, self.fence.va >> 32, self.fence_value, 0,
-                      pb.sem_execute(pb.SEM_RELEASE, payload64=True, wfi=True))
+    words = NVQueue().signal(self.fence, self.fence_value).resolved()
     self.words[self.cmd_at:self.cmd_at + len(words)] = words
     self.push(self.commands.va + 4 * self.cmd_at, len(words))
     self.fence.wait(self.fence_value, failed=lambda: self.error() is not None)

@@ -6,8 +6,8 @@ import weakref
 from typing import Any
 import numpy as np
 from ir.dtype import dtypes
-from ir.uop import UOp, sym_infer
-from drivers.hcq import HCQSignal, HWQueue, PatchSlot
+from ir.uop import UOp
+from drivers.hcq import HCQSignal, HWQueue, PatchSlot, fill
 from drivers.nv import pushbuf as pb
 from drivers.nv.memory import ArgumentPool, NVBuffer, round_up
 
@@ -52,7 +52,7 @@ class NVQueue(HWQueue):
   def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
     if self._mem_patches:
       if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old values
-      for view, i, p in self._mem_patches: view[i] = p.resolve(var_vals) if isinstance(p, PatchSlot) else sym_infer(p, var_vals or {})
+      for view, i, p in self._mem_patches: view[i] = fill(p, var_vals)
     super().submit(dev, var_vals)
     self._last_submit = (dev.timeline_signal, dev.timeline_value - 1)
     self._release[0] = dev.timeline_value - 1

@@ -82,6 +82,11 @@ def _shared_pages(size: int) -> int:
   if addr == 2**64 - 1: raise OSError(errno.ENOMEM, f"can't allocate {size} bytes of model memory")
   return addr
 
+def page_span(addr: int, length: int) -> tuple[int, int]:
+  """(start, size) of the whole pages that hold [addr, addr+length)."""
+  start = addr & ~(system.PAGE_SIZE - 1)
+  return start, -(-(addr - start + length) // system.PAGE_SIZE) * system.PAGE_SIZE
+
 class Memory:
   """The pages behind an RM memory object: the model's own (vidmem, sysmem, usermode) or the user's (OS descriptor).
   Pins (GPU mappings, channels using it as USERD or notifier) keep the model's pages alive after RM_FREE."""
@@ -91,13 +96,11 @@ class Memory:
     self.pins, self.freed = 0, False
   def alias(self, offset: int, length: int, at: int | None = None) -> int:
     """A second host mapping of [offset, offset+length) (at `at` if given): the CPU mapping RM_MAP_MEMORY + mmap make."""
-    start = (self.host + offset) & ~(system.PAGE_SIZE - 1)
-    delta = self.host + offset - start
-    size = -(-(delta + length) // system.PAGE_SIZE) * system.PAGE_SIZE
+    start, size = page_span(self.host + offset, length)
     args = (MREMAP_MAYMOVE | MREMAP_FIXED, _ffi.cast("void *", at)) if at is not None else (MREMAP_MAYMOVE,)
     addr = int(_ffi.cast("uintptr_t", _libc.mremap(_ffi.cast("void *", start), 0, size, *args)))
     if addr == 2**64 - 1: raise OSError(_ffi.errno, f"can't map {length} bytes of model memory a second time")
-    return addr + delta
+    return addr + (self.host + offset - start)
   def pin(self) -> None: self.pins += 1
   def unpin(self) -> None:
     self.pins -= 1

@@ -17,7 +17,7 @@ from codegen.ptx import PTXRenderer
 from drivers import system
 from drivers.mock import DeviceModel
 from drivers.nv import rm_abi as nv
-from drivers.mock.nv.gpu import ARCHS, GPU, Channel, Memory, Tsg
+from drivers.mock.nv.gpu import ARCHS, GPU, Channel, Memory, Tsg, page_span
 from drivers.mock.nv.toolchain import MockCubinCompiler
 
 GPU_ID, UUID = 0x100, bytes(range(0xA0, 0xB0))
@@ -77,7 +77,7 @@ class NVModel(DeviceModel):
     return mem.alias(at, size, addr or None)
 
   def munmap(self, handle: File, addr: int, size: int) -> None:
-    system.munmap(addr & ~(system.PAGE_SIZE - 1), -(-(addr % system.PAGE_SIZE + size) // system.PAGE_SIZE) * system.PAGE_SIZE)
+    system.munmap(*page_span(addr, size))
 
   def ioctl(self, handle: File, name: str, request: int, arg) -> int:
     with self.gpu.lock:
