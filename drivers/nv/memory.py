@@ -60,6 +60,11 @@ class NVAllocator(LRUAllocator):
     if not self._staging: self._staging = [self.dev.alloc_memory(self.STAGING, host=True) for _ in range(2)]
     return self._staging
 
+  def engine_copy(self, dest: NVBuffer, src: NVBuffer, nbytes: int) -> None:
+    """dest <- src on the copy engine, after everything submitted to the device so far."""
+    dev = self.dev
+    dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(dest, src, nbytes).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+
   def copyin(self, dest: NVBuffer, src: memoryview) -> None:
     if dest.cpu is not None:
       dest.view()[:] = np.frombuffer(src, dtype=np.uint8)
@@ -73,8 +78,7 @@ class NVAllocator(LRUAllocator):
       dev.timeline_signal.wait(done[k % 2])
       stage.view()[:n] = data[at:at + n]
       done[k % 2] = dev.timeline_value
-      dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(dest.offset(n, at), stage, n) \
-         .signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+      self.engine_copy(dest.offset(n, at), stage, n)
     dev.synchronize()
 
   def copyout(self, dest: memoryview, src: NVBuffer) -> None:
@@ -85,8 +89,7 @@ class NVAllocator(LRUAllocator):
     dev, stage = self.dev, self.staging()[0]
     for at in range(0, len(out), self.STAGING):
       n = min(self.STAGING, len(out) - at)
-      dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(stage, src.offset(n, at), n) \
-         .signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+      self.engine_copy(stage, src.offset(n, at), n)
       dev.synchronize()
       out[at:at + n] = stage.view()[:n]
 
