@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools, time
 from dataclasses import dataclass
 import numpy as np
+from ir.helpers import round_up
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
 from codegen.ptx import PTXRenderer
@@ -16,7 +17,7 @@ from drivers.hcq import WAIT_TIMEOUT_MS, HCQCompiled, HCQProgram, HCQSignal, HCQ
 from drivers.system import memoryview_at, system_for
 from drivers.nv import pushbuf as pb, qmd as qmdlib, rm_abi as nv
 from drivers.nv.cubin import Cubin
-from drivers.nv.memory import AddressSpace, ArgumentPool, NVAllocator, NVBuffer, round_up
+from drivers.nv.memory import AddressSpace, ArgumentPool, NVAllocator, NVBuffer
 from drivers.nv.queues import NVComputeQueue, NVCopyQueue, NVQueue
 from drivers.nv.rm import UVM, RMClient, RMError, is_missing
 
@@ -30,7 +31,7 @@ VA_START, VA_END = 0x200000000, 1 << 40    # push buffers and QMDs must sit belo
 SHARED_WINDOW, LOCAL_WINDOW = 0x729400000000, 0x729300000000  # 4 GiB aligned, as Hopper requires
 GPFIFO_ENTRIES, COMMAND_RING = 0x400, 4 << 20
 FENCE_DWORDS = 6  # the command ring always keeps room for a drain's semaphore release
-USERD_GP_GET, USERD_GP_PUT, DOORBELL = 0x88, 0x8C, 0x90
+DOORBELL = 0x90  # in the usermode page: a channel's work-submit token written here makes the GPU read its GPPut
 STACK_TOP = 0xFFFDC0   # where CUDA-ABI code starts its stack in the local window
 ABI_LOCAL_RESERVE = 0x240  # per-thread local memory the ABI keeps above the stack
 NOTIFIER_STATUS = 14       # NvNotification: u64 time, u32 info32, u16 info16, u16 status
@@ -61,7 +62,7 @@ class Channel:
     self.dev = dev
     self.notifier = dev.alloc_memory(0x1000, host=True)  # where the RM reports a channel error
     self.ring = dev.alloc_memory(GPFIFO_ENTRIES * 8 + 0x1000, host=True)
-    self.userd = np.frombuffer(memoryview_at(self.ring.cpu + GPFIFO_ENTRIES * 8, 512), dtype=np.uint32)
+    self.userd = np.frombuffer(memoryview_at(self.ring.cpu + GPFIFO_ENTRIES * 8, pb.USERD_SIZE), dtype=np.uint32)
     self.entries = np.frombuffer(memoryview_at(self.ring.cpu, GPFIFO_ENTRIES * 8), dtype=np.uint64)
     self.handle = dev.rm.alloc_with(tsg, gpfifo_class, "NV_CHANNEL_ALLOC_PARAMS", gpFifoOffset=self.ring.va, gpFifoEntries=GPFIFO_ENTRIES,
                                     hContextShare=dev.ctxshare, hObjectError=self.notifier.handle, hObjectBuffer=self.ring.handle,
@@ -86,16 +87,19 @@ class Channel:
     self.push(self.commands.va + 4 * self.cmd_at, n)
     self.cmd_at += n
 
+  @property
+  def gp_get(self) -> int: return int(self.userd[pb.USERD_GP_GET // 4])
+
   def push(self, va: int, dwords: int) -> None:
     """Append a GPFIFO entry for the push buffer at `va` and ring the doorbell."""
     deadline = time.perf_counter() + WAIT_TIMEOUT_MS / 1000
-    while (self.put + 1) % GPFIFO_ENTRIES == int(self.userd[USERD_GP_GET // 4]):  # the ring is full
+    while (self.put + 1) % GPFIFO_ENTRIES == self.gp_get:  # the ring is full
       if (err := self.error()) is not None or time.perf_counter() > deadline:
         raise HCQTimeoutError(err or f"{self.dev.device}: GPFIFO of channel {self.handle:#x} stays full")
       time.sleep(50e-6)
     self.entries[self.put] = pb.gpfifo_entry(va, dwords)
     self.put = (self.put + 1) % GPFIFO_ENTRIES
-    self.userd[USERD_GP_PUT // 4] = self.put
+    self.userd[pb.USERD_GP_PUT // 4] = self.put
     self.dev.doorbell[DOORBELL // 4] = self.token
 
   def drain(self) -> None:
@@ -310,8 +314,7 @@ class NVDevice(HCQCompiled):
   def submit(self, channel: str, words: list[int]) -> None: self.channels[channel].submit(words)
 
   def busy_queues(self) -> str | None:
-    busy = [f"{name} channel {ch.handle:#x} at GPFIFO entry {int(ch.userd[USERD_GP_GET // 4])} of {ch.put}"
-            for name, ch in self.channels.items() if int(ch.userd[USERD_GP_GET // 4]) != ch.put]
+    busy = [f"{name} channel {ch.handle:#x} at GPFIFO entry {ch.gp_get} of {ch.put}" for name, ch in self.channels.items() if ch.gp_get != ch.put]
     return "stuck: " + ", ".join(busy) if busy else None
 
   def check_faults(self) -> str | None:

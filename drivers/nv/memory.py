@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 import numpy as np
+from ir.helpers import round_up
 from drivers.device import LRUAllocator
 from drivers.system import memoryview_at
 if TYPE_CHECKING: from drivers.nv.device import NVDevice
 
-def round_up(x: int, align: int) -> int: return -(-x // align) * align
 
 class AddressSpace:
   """First-fit allocation of [lo, hi) with freed ranges merged back."""

@@ -69,6 +69,9 @@ class GpEntry(NamedTuple):
   sync: bool = False         # SYNC: PROCEED 0, WAIT 1
   conditional: bool = False  # FETCH: UNCONDITIONAL 0, CONDITIONAL 1
 
+# USERD (the channel's user-visible state, 512 bytes): GPGet (entries the GPU has fetched) and GPPut (entries written)
+USERD_GP_GET, USERD_GP_PUT, USERD_SIZE = 0x88, 0x8C, 512
+
 def gpfifo_entry(address: int, length: int, *, subroutine: bool = False, sync: bool = False, conditional: bool = False) -> int:
   """The 64-bit GPFIFO ring entry for a push buffer: VA in bits 39:2, LEVEL 41, length (dwords) 62:42, SYNC 63,
   FETCH 0. (c86f can reach VAs above 2**40 with a SET_PB_SEGMENT_EXTENDED_BASE control entry, not modelled here.)"""

@@ -6,10 +6,11 @@ import weakref
 from typing import Any
 import numpy as np
 from ir.dtype import dtypes
+from ir.helpers import round_up
 from ir.uop import UOp
 from drivers.hcq import HCQSignal, HWQueue, PatchSlot, fill
 from drivers.nv import pushbuf as pb
-from drivers.nv.memory import ArgumentPool, NVBuffer, round_up
+from drivers.nv.memory import ArgumentPool, NVBuffer
 
 MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
 

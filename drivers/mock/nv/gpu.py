@@ -20,14 +20,13 @@ from ir.switches import getenv
 from drivers import system
 from drivers.nv import pushbuf, qmd
 from drivers.nv import rm_abi as rm
-from drivers.nv.pushbuf import Compute, Copy, Host
+from drivers.nv.pushbuf import USERD_GP_GET, USERD_GP_PUT, Compute, Copy, Host
 from drivers.mock.nv.ptx_interpreter import ArrayMemory, PTXError, PTXFault, PTXModule
 from drivers.mock.nv.toolchain import PROGRAM_MAGIC, param_offset
 
 XID_ENGINE, XID_MMU, XID_PUSHBUFFER = 13, 31, 32
 HOT_POLL_S, IDLE_SLEEP_S, IDLE_LONG_S, DOZE_S = 0.005, 0.0002, 0.1, 0.002  # spin after work, then nap, then doze when long idle
 MAX_CHAIN = 1 << 16                       # dependent-QMD launches followed from one launch (a cycle faults, not hangs)
-USERD_GP_GET, USERD_GP_PUT, USERD_SIZE = 0x88, 0x8C, 512
 
 @dataclass(frozen=True)
 class Arch:
