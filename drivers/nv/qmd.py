@@ -82,6 +82,24 @@ def _release_semaphore(i: int, bit: int) -> dict[str, Field]:
   return {f"release{i}_address": _split((bit + 31, bit), (bit + 56, bit + 32)),
           f"release{i}_payload": _split((bit + 95, bit + 64), (bit + 127, bit + 96))}
 
+def _dependent_qmds(flags_at: int, stride: int, pointer_at: int) -> dict[str, Field]:
+  """V04+ chaining: dependent QMD i's 5 flag bits every `stride` bits from `flags_at`, its pointer 32 bits apart from `pointer_at`."""
+  t = {}
+  for i in range(2):
+    b = flags_at + stride * i
+    t |= {f"dependent_qmd{i}_enable": _f(b), f"dependent_qmd{i}_action": _f(b + 3, b + 1),
+          f"dependent_qmd{i}_prefetch": _f(b + 4), f"dependent_qmd{i}_pointer": _f(pointer_at + 31 + 32 * i, pointer_at + 32 * i, 8)}
+  return t
+
+def _constant_banks(flags_at: int, address_at: int) -> dict[str, Field]:
+  """V04+ constant buffers 0-7: valid/invalidate bits 4 apart from `flags_at`, a 64-bit address+size group each from `address_at`."""
+  t = {}
+  for i in range(8):
+    b = address_at + 64 * i
+    t |= {f"cb{i}_valid": _f(flags_at + 4 * i), f"cb{i}_invalidate": _f(flags_at + 3 + 4 * i),
+          f"cb{i}_address": _split((b + 31, b), (b + 50, b + 32), 6), f"cb{i}_size": _f(b + 63, b + 51, 4)}
+  return t
+
 def _v03() -> dict[str, Field]:
   t = {"group_id": _f(133, 128), "sm_global_caching_enable": _f(134), **_invalidates(186),
        "cwd_membar_type": _f(369, 368), "api_visible_call_limit": _f(378), "sampler_index": _f(382),
@@ -126,15 +144,7 @@ def _v04() -> dict[str, Field]:
        "program_address": _split((1247, 1216), (1272, 1248)),
        "program_prefetch_address": _split((1375, 1344), (1392, 1376), 8), "program_prefetch_size": _f(1401, 1393)}
   for i in range(3): t |= _release_flags(i, 320 + 16 * i) | _release_semaphore(i, 640 + 128 * i)
-  for i in range(2):
-    b = 368 + 5 * i
-    t |= {f"dependent_qmd{i}_enable": _f(b), f"dependent_qmd{i}_action": _f(b + 3, b + 1),
-          f"dependent_qmd{i}_prefetch": _f(b + 4), f"dependent_qmd{i}_pointer": _f(479 + 32 * i, 448 + 32 * i, 8)}
-  for i in range(8):
-    b = 1536 + 64 * i
-    t |= {f"cb{i}_valid": _f(416 + 4 * i), f"cb{i}_invalidate": _f(419 + 4 * i),
-          f"cb{i}_address": _split((b + 31, b), (b + 50, b + 32), 6), f"cb{i}_size": _f(b + 63, b + 51, 4)}
-  return t
+  return t | _dependent_qmds(368, 5, 448) | _constant_banks(416, 1536)
 
 def _v05() -> dict[str, Field]:
   t = {"group_id": _f(149, 144), "qmd_type": _f(153, 151),
@@ -150,15 +160,7 @@ def _v05() -> dict[str, Field]:
        "grid_width": _f(1279, 1248), "grid_height": _f(1295, 1280), "grid_depth": _f(1327, 1312),
        "program_prefetch_address": _split((1919, 1888), (1936, 1920), 8)}
   for i, b in enumerate((480, 768, 896)): t |= _release_flags(i, 288 + 16 * i) | _release_semaphore(i, b)
-  for i in range(2):
-    b = 336 + 8 * i
-    t |= {f"dependent_qmd{i}_enable": _f(b), f"dependent_qmd{i}_action": _f(b + 3, b + 1),
-          f"dependent_qmd{i}_prefetch": _f(b + 4), f"dependent_qmd{i}_pointer": _f(415 + 32 * i, 384 + 32 * i, 8)}
-  for i in range(8):
-    b = 1344 + 64 * i
-    t |= {f"cb{i}_valid": _f(1856 + 4 * i), f"cb{i}_invalidate": _f(1859 + 4 * i),
-          f"cb{i}_address": _split((b + 31, b), (b + 50, b + 32), 6), f"cb{i}_size": _f(b + 63, b + 51, 4)}
-  return t
+  return t | _dependent_qmds(336, 8, 384) | _constant_banks(1856, 1344)
 
 QMD_LAYOUTS: dict[str, QmdLayout] = {
   "V03_00": QmdLayout("V03_00", 256, 3, 0, _v03()),
