@@ -121,10 +121,7 @@ class _Kernel:
       out = self.reg("b64")
       self.emit(f"mov.u64 {out}, {name}", prologue=True)
       return out
-    if op is Ops.DEFINE_ACC:
-      regs = [self.new(dt.scalar) for _ in range(dt.count)]
-      for i, r in enumerate(regs): self.emit(f"mov.{_mov_type(dt)} {r}, {self.ref(u.src[0], i)}")
-      return regs if dt.count > 1 else regs[0]
+    if op is Ops.DEFINE_ACC: return self.copy_lanes(u.src[0], dt)
     if op is Ops.RANGE: return self.open_loop(u)
     if op is Ops.ENDRANGE: return self.close_loop(u)
     if op is Ops.IF:
@@ -143,6 +140,12 @@ class _Kernel:
     if op is Ops.GEP: return self.ref(u.src[0], u.arg)
     lanes = [self.scalar_op(u, i) for i in range(dt.count)]
     return lanes if dt.count > 1 else lanes[0]
+
+  def copy_lanes(self, src: UOp, dt: DType):
+    """Fresh registers holding src's lanes, so that later updates of src don't change them."""
+    regs = [self.new(dt.scalar) for _ in range(dt.count)]
+    for i, r in enumerate(regs): self.emit(f"mov.{_mov_type(dt)} {r}, {self.ref(src, i)}")
+    return regs if dt.count > 1 else regs[0]
 
   def scalar_op(self, u: UOp, lane: int) -> str:
     args = [self.ref(s, lane) for s in u.src]
@@ -166,12 +169,7 @@ class _Kernel:
 
   def load(self, u: UOp):
     dt = u.dtype
-    if len(u.src) == 1:  # an accumulator: copy, so later updates don't change this value
-      regs = []
-      for i in range(dt.count):
-        regs.append(out := self.new(dt.scalar))
-        self.emit(f"mov.{_mov_type(dt)} {out}, {self.ref(u.src[0], i)}")
-      return regs if dt.count > 1 else regs[0]
+    if len(u.src) == 1: return self.copy_lanes(u.src[0], dt)  # an accumulator's value
     buf, idx = u.src
     addr = self.address(buf, idx, None)
     space = self.space(buf)
