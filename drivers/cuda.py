@@ -75,7 +75,7 @@ class CUDAProgram:
     self.module, fn = ffi.new("CUmodule *"), ffi.new("CUfunction *")
     dev.cu("cuModuleLoadData", self.module, lib)
     dev.cu("cuModuleGetFunction", fn, self.module[0], name.encode())
-    self.fn, self.nbufs = fn[0], len(spec.globals)
+    self.fn = fn[0]
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
     values = [ffi.new("CUdeviceptr *", b) for b in bufs] + [ffi.new("int *", v) for v in vals]
     params = ffi.new("void *[]", [ffi.cast("void *", v) for v in values])
