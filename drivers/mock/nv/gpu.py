@@ -430,6 +430,7 @@ class GPU:
     if head[:4] != PROGRAM_MAGIC: raise GPUFault(XID_ENGINE, f"no PTX payload at program address {va:#x} (SASS from a real compiler?)")
     text = bytes(self.view(va + 8, struct.unpack_from("<I", head, 4)[0], "program")).decode()
     if (keep := getenv("MOCKGPU_PTX_DIR", "")) and not os.path.exists(path := os.path.join(keep, hashlib.sha256(text.encode()).hexdigest()[:24] + ".ptx")):
-      with open(path, "w") as f: f.write(text)  # tests assemble what the model ran with the real ptxas afterwards
+      with open(path + ".tmp", "w") as f: f.write(text)  # tests assemble what the model ran with the real ptxas afterwards
+      os.replace(path + ".tmp", path)  # whole files only, even if the process dies mid-write
     module = PTXModule(text)  # parses are cached by text
     return module, module.entries[0]
