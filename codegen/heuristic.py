@@ -4,6 +4,7 @@ across the tile, and unroll short reductions, keeping the accumulators within th
 workgroups) output axes become the threads of a workgroup, and a reduction with few outputs is shared by one."""
 from __future__ import annotations
 from ir.helpers import prod
+from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
 MAX_ACCUMULATORS = 12   # vector accumulators a register tile may hold
@@ -44,6 +45,10 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     applied.append(opt)
     return True
   def tile() -> int: return prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST))
+
+  if TC and k.tensor_core_matches() and try_opt(Opt(OptOps.TC, 0, 0)):
+    _tensor_core_tiles(k, try_opt)
+    return applied
 
   if k.has_local and k.reduce_op and len(k.reduceops) == 1 and prod(k.output_shape) < FEW_OUTPUTS:
     reduces = k.axes_of(AxisType.REDUCE)
@@ -124,3 +129,11 @@ def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:
     amt = max((d for d in (256, 128, 64, 32, 16, 8, 4, 2) if size % d == 0 and threads * d <= max_threads), default=None)
     if amt is not None and try_opt(Opt(OptOps.LOCAL, a, amt)): threads *= amt
     if threads * 2 > max_threads: break
+
+def _tensor_core_tiles(k: Kernel, try_opt) -> None:
+  """After TC: each warp computes 2x2 tensor-core tiles (every operand fragment it loads serves two tiles), and a
+  workgroup holds up to 2x2 warps. The tiles' outer axes sit just before their tensor-core axes."""
+  for op, amt in ((OptOps.UPCAST, 2), (OptOps.LOCAL, 2)):
+    for kind in (AxisType.TC_N, AxisType.TC_M):
+      outer = k.axes_of(kind)[0] - 1
+      if outer >= 0 and k.axis_types[outer] is AxisType.GLOBAL and k.full_shape[outer] % amt == 0: try_opt(Opt(op, outer, amt))

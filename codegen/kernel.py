@@ -7,6 +7,7 @@ from ir.helpers import prod
 from ir.ops import Ops, ZERO_PRESERVING
 from ir.shapetracker import ShapeTracker
 from ir.uop import UOp
+from codegen.tensor_core import TensorCore
 
 class AxisType(enum.Enum):
   GLOBAL = "g"   # an output axis, looped over (CPU) or launched over (GPU)
@@ -15,8 +16,11 @@ class AxisType(enum.Enum):
   GROUP = "G"    # a reduction axis shared by a workgroup through local memory (GPU)
   UPCAST = "u"   # an output axis unrolled into registers
   UNROLL = "U"   # a reduction axis unrolled
+  TC_M = "m"     # a tensor-core tile's rows, spread over a warp's lanes and registers
+  TC_N = "n"     # a tensor-core tile's columns
+  TC_K = "k"     # a tensor-core tile's reduction
 
-REDUCE_TYPES = (AxisType.REDUCE, AxisType.GROUP, AxisType.UNROLL)
+REDUCE_TYPES = (AxisType.REDUCE, AxisType.GROUP, AxisType.UNROLL, AxisType.TC_K)
 
 class OptOps(enum.Enum):
   UPCAST = enum.auto()     # split an output axis; the inner part is unrolled into registers
@@ -26,7 +30,18 @@ class OptOps(enum.Enum):
   PADTO = enum.auto()      # pad an axis to a multiple of amt (the extra iterations are masked out)
   LOCAL = enum.auto()      # split an output axis; the inner part becomes threads of a workgroup (GPU)
   GROUP = enum.auto()      # split a reduction axis; the inner part is shared by a workgroup through local memory (GPU)
+  TC = enum.auto()         # compute a matmul-shaped reduction with tensor cores (first action only; axis picks the axes)
   def __repr__(self) -> str: return f"OptOps.{self.name}"
+
+@dataclass(frozen=True)
+class TensorCoreMatch:
+  """A way a tensor core can compute the reduction: sum over axis k of a[m, k] * b[k, n] (a, b: the operand subtrees)."""
+  tc: TensorCore
+  a: UOp
+  b: UOp
+  m: int
+  n: int
+  k: int
 
 @dataclass(frozen=True)
 class Opt:
@@ -59,6 +74,9 @@ class Kernel:
     self.vector_axis: int | None = None  # the upcast or unrolled axis computed as vector lanes (None: the innermost upcast)
     self.has_local = bool(getattr(renderer, "has_local", False))
     self.splits_across_cores = bool(getattr(renderer, "splits_across_cores", False))
+    self.tensor_cores: tuple[TensorCore, ...] = tuple(getattr(renderer, "tensor_cores", ()))
+    self.tensor_core: TensorCore | None = None   # set by TC, with the operand subtrees (A: m x k, B: k x n)
+    self.tc_operands: tuple[UOp, UOp] = ()
     self._simplify()
 
   @property
@@ -106,7 +124,9 @@ class Kernel:
     if not 0 <= opt.axis < len(self.full_shape): raise KernelOptError(f"{opt} names an axis outside {self.full_shape}")
     kind, size = self.axis_types[opt.axis], self.full_shape[opt.axis]
     amt = opt.amt if opt.amt != 0 else size
-    if opt.op is OptOps.VECTORIZE:
+    if opt.op is OptOps.TC: self._apply_tensor_core(opt)
+    elif opt.op is OptOps.VECTORIZE:
+      if self.tensor_core is not None: raise KernelOptError("VECTORIZE doesn't combine with tensor cores")
       if kind not in (AxisType.UPCAST, AxisType.UNROLL) or size not in VECTOR_SIZES:
         raise KernelOptError(f"VECTORIZE needs an upcast or unrolled axis of {VECTOR_SIZES} lanes, axis {opt.axis} is {size}{kind.value}")
       self.vector_axis = opt.axis
@@ -114,18 +134,69 @@ class Kernel:
       if not self.splits_across_cores or kind is not AxisType.GLOBAL: raise KernelOptError(f"THREAD needs an output axis on a CPU target")
       if opt.amt and amt != size: self.split_axis(opt.axis, amt, AxisType.GLOBAL)  # outer blocks of amt iterations
       self._move_to_front(opt.axis)
-    elif opt.op is OptOps.PADTO: self._pad_to(opt.axis, amt)
+    elif opt.op is OptOps.PADTO:
+      if kind in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K): raise KernelOptError("a tensor-core axis can't be padded")
+      self._pad_to(opt.axis, amt)
     else:
       wanted = {OptOps.UPCAST: (AxisType.GLOBAL, AxisType.UPCAST), OptOps.UNROLL: (AxisType.REDUCE, AxisType.UNROLL),
                 OptOps.LOCAL: (AxisType.GLOBAL, AxisType.LOCAL), OptOps.GROUP: (AxisType.REDUCE, AxisType.GROUP)}[opt.op]
       if kind is not wanted[0]: raise KernelOptError(f"{opt.op.name} needs a {wanted[0].name} axis, axis {opt.axis} is {kind.name}")
       if opt.op in (OptOps.LOCAL, OptOps.GROUP) and not self.has_local: raise KernelOptError(f"{opt.op.name} needs a target with workgroups")
-      if opt.op is OptOps.GROUP and (self.axes_of(AxisType.UPCAST) or len(self.reduceops) > 1):
-        raise KernelOptError("GROUP works on kernels with one reduction and no upcast axes")
+      if opt.op is OptOps.GROUP and (self.axes_of(AxisType.UPCAST) or len(self.reduceops) > 1 or self.tensor_core is not None):
+        raise KernelOptError("GROUP works on kernels with one reduction, no upcast axes and no tensor cores")
       if opt.op is OptOps.UPCAST and AxisType.GROUP in self.axis_types: raise KernelOptError("UPCAST after GROUP is not supported")
       if amt == size: self.axis_types[opt.axis] = wanted[1]
       else: self.split_axis(opt.axis, amt, wanted[1])
     self.applied_opts.append(opt)
+
+  def tensor_core_matches(self) -> list[TensorCoreMatch]:
+    """The ways this kernel's reduction maps onto the target's tensor cores, innermost axes first."""
+    if len(self.reduceops) != 1 or self.reduceops[0].arg[0] is not Ops.ADD: return []
+    r = self.reduceops[0]
+    src = r.src[0]
+    if src.op is Ops.CAST and src.src[0].op is Ops.MUL: operands = src.src[0].src      # cast(a * b)
+    elif src.op is Ops.MUL and all(s.op is Ops.CAST for s in src.src): operands = tuple(s.src[0] for s in src.src)  # cast(a) * cast(b)
+    else: return []
+    varies = [self._varying_axes(x) for x in operands]
+    out = []
+    for tc in self.tensor_cores:
+      if r.dtype != tc.dtype_acc or any(x.dtype != tc.dtype_in for x in operands): continue
+      M, N, K = tc.dims
+      pairs = list(zip(operands, varies))
+      for (a, va), (b, vb) in (pairs, pairs[::-1]):
+        ms = [i for i in self.axes_of(AxisType.GLOBAL) if i in va and i not in vb and self.full_shape[i] % M == 0]
+        ns = [i for i in self.axes_of(AxisType.GLOBAL) if i in vb and i not in va and self.full_shape[i] % N == 0]
+        ks = [i for i in self.axes_of(AxisType.REDUCE) if i in va and i in vb and self.full_shape[i] % K == 0]
+        out += [TensorCoreMatch(tc, a, b, m, n, k) for m in reversed(ms) for n in reversed(ns) for k in reversed(ks)]
+    return out
+
+  def _varying_axes(self, node: UOp) -> set[int]:
+    """The axes along which `node`'s value may change (all of them where views are stacked or indices computed)."""
+    every = set(range(len(self.full_shape)))
+    view_st = dict(zip(self.views, self.sts))
+    out: set[int] = set()
+    for u in node.toposort():
+      if u.op is Ops.LOAD and len(u.src) == 3: return every
+      if u.op is not Ops.VIEW: continue
+      st = view_st[u]
+      if len(st.views) != 1: return every
+      v = st.views[0]
+      out |= {i for i, (s, n) in enumerate(zip(v.strides, v.shape)) if s != 0 or (v.mask is not None and v.mask[i] != (0, n))}
+    return out
+
+  def _apply_tensor_core(self, opt: Opt) -> None:
+    if self.applied_opts: raise KernelOptError("TC must be the first action")
+    matches = self.tensor_core_matches()
+    if opt.amt != 0 or not 0 <= opt.axis < len(matches):
+      raise KernelOptError(f"{opt}: this kernel has {len(matches)} tensor-core mapping(s) on this target (arg must be 0)")
+    match = matches[opt.axis]
+    M, N, K = match.tc.dims
+    # split from the last axis back, so the earlier axis numbers stay valid; each split adds one axis after its own
+    splits = sorted([(match.m, M, AxisType.TC_M), (match.n, N, AxisType.TC_N), (match.k, K, AxisType.TC_K)], reverse=True)
+    for axis, amt, kind in splits:
+      if self.full_shape[axis] == amt: self.axis_types[axis] = kind
+      else: self.split_axis(axis, amt, kind)
+    self.tensor_core, self.tc_operands = match.tc, (match.a, match.b)
 
   def _move_to_front(self, axis: int) -> None:
     """Reorder the output axes so that `axis` is the outermost loop."""

@@ -70,10 +70,12 @@ class Lowerer:
     upcasts = k.axes_of(AxisType.UPCAST)
     default = upcasts[-1] if upcasts else None
     axis = k.vector_axis if k.vector_axis is not None else default
-    self.vec_axis = axis if vectorize and axis is not None and k.full_shape[axis] in VECTOR_WIDTHS else None
+    usable = vectorize and axis is not None and k.full_shape[axis] in VECTOR_WIDTHS and k.tensor_core is None
+    self.vec_axis = axis if usable else None
     self.width = k.full_shape[self.vec_axis] if self.vec_axis is not None else 1
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
+    self.lane_group = self.lane_thread = UOp.const(self.idx_dtype, 0)  # a tensor-core warp lane's g and t
 
   def _combos(self, *types: AxisType, skip: int | None = None) -> list[dict[int, UOp]]:
     axes = [a for a in self.k.axes_of(*types) if a != skip]
@@ -86,7 +88,7 @@ class Lowerer:
   def _store_lanes(self, tile: dict[int, UOp]) -> list[dict[int, UOp]]:
     return [tile] if self.vec_is_reduce else self._lanes(tile)
   def _tile_key(self, combo: dict[int, UOp]) -> tuple:
-    return tuple(sorted((a, c.arg) for a, c in combo.items() if a != self.vec_axis))
+    return tuple(sorted((a, c.arg) for a, c in combo.items() if a != self.vec_axis and self.k.axis_types[a] is AxisType.UPCAST))
 
   def lower(self) -> list[UOp]:
     k, b = self.k, self.b
@@ -104,13 +106,21 @@ class Lowerer:
         else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
         opened.append(idxs_a := b.open_range(start, end, a))
         idxs[a] = idxs_a
-    self._launch_indices(idxs, k.axes_of(AxisType.LOCAL, AxisType.GROUP), "lidx", self.local_size)
+    first_local = 0
+    if k.tensor_core is not None:  # the warp's lanes are the innermost thread dimension
+      lane = b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), ("lidx0", k.tensor_core.threads)))
+      self.local_size.append(k.tensor_core.threads)
+      self.lane_group, self.lane_thread, first_local = lane // 4, lane % 4, 1
+    self._launch_indices(idxs, k.axes_of(AxisType.LOCAL, AxisType.GROUP), "lidx", self.local_size, first_local)
     tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
     if k.reduceops: self._lower_reduce(idxs, tiles)
     branch = self._lower_group(idxs) if k.axes_of(AxisType.GROUP) else None
     for store in k.ast.src:
       buf, view, value = store.src
       for tile in tiles:
+        if k.tensor_core is not None:
+          self._store_tensor_core_tile(store, idxs, tile)
+          continue
         lanes = self._store_lanes(tile)
         ats = [self._at(idxs, lane, post_reduce=True) for lane in lanes]
         places = [self._index(view, at) for at in ats]
@@ -155,14 +165,15 @@ class Lowerer:
     self.accs[(r, ())] = total
     return branch
 
-  def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int]) -> None:
-    """Axes as launch indices: the innermost axis is dim 0; axes beyond the last dim share it (split by div/mod)."""
+  def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int], first_dim: int = 0) -> None:
+    """Axes as launch indices from dim `first_dim` on: the innermost axis first; axes beyond the last dim share it
+    (split by div/mod)."""
     if not axes: return
     dims = [[a] for a in reversed(axes)]
-    while len(dims) > self.launch_dims: dims[-2:] = [dims[-1] + dims[-2]]  # outer axes fold into the last dim
-    for d, group in enumerate(dims):
+    while len(dims) > self.launch_dims - first_dim: dims[-2:] = [dims[-1] + dims[-2]]  # outer axes fold into the last dim
+    for d, group in enumerate(dims, first_dim):
       total = prod(self.k.full_shape[a] for a in group)
-      special = UOp(Ops.SPECIAL, self.idx_dtype, (), (f"{prefix}{d}", total))
+      special = self.b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), (f"{prefix}{d}", total)))  # once, outside every loop
       sizes.append(total)
       inner = 1
       for a in reversed(group):  # group lists axes outer to inner after the fold; recover each by div/mod
@@ -175,7 +186,8 @@ class Lowerer:
     for r in k.reduceops:
       for tile in tiles:
         init = UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype))
-        self.accs[(r, self._tile_key(tile))] = b.emit(UOp(Ops.DEFINE_ACC, r.dtype.vec(self.width), (self._widen(init),), len(self.accs)))
+        init = self._widen(init) if k.tensor_core is None else UOp(Ops.VECTORIZE, r.dtype.vec(len(k.tensor_core.c)), (init,) * len(k.tensor_core.c))
+        self.accs[(r, self._tile_key(tile))] = b.emit(UOp(Ops.DEFINE_ACC, init.dtype, (init,), len(self.accs)))
     b.open_scope()  # accumulator reads inside the reduction must not be reused after it
     loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
@@ -185,11 +197,47 @@ class Lowerer:
         acc = self.accs[(r, self._tile_key(tile))]
         total = UOp(Ops.LOAD, acc.dtype, (acc,))
         for unroll in unrolls:
+          if k.tensor_core is not None:
+            total = self._tensor_core_step(idxs, {**tile, **unroll}, tile, total)
+            continue
           lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
           total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
         b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
     b.close_scope()
+
+  # ---- tensor cores ----
+  def _tc_place(self, coord: tuple[int, int, int]) -> UOp:
+    """A fragment coordinate of this lane."""
+    g, t, c = coord
+    return simplify(self.lane_group * g + self.lane_thread * t + c)
+
+  def _tc_fragment(self, operand: UOp, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], layout, row_type: AxisType,
+                   col_type: AxisType, unused_type: AxisType) -> UOp:
+    """The lane's register elements of one operand tile: `operand` evaluated at each (row, column) of `layout`. Elements
+    go in pairs (one 32-bit register), so a pair that is adjacent in memory is one load."""
+    (row,), (col,), (unused,) = (self.k.axes_of(t) for t in (row_type, col_type, unused_type))
+    zero = UOp.const(self.idx_dtype, 0)
+    values = [self._value(operand, self._at(idxs, {**fixed, row: self._tc_place(r), col: self._tc_place(c), unused: zero}), tile)
+              for r, c in layout]
+    pairs = [self.vectorize(values[i:i + 2]) for i in range(0, len(values), 2)]
+    return UOp(Ops.VECTORIZE, operand.dtype.vec(len(values)), tuple(_lane(p, j) for p in pairs for j in range(2)))
+
+  def _tensor_core_step(self, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], acc: UOp) -> UOp:
+    tc, (a, b) = self.k.tensor_core, self.k.tc_operands
+    A = self._tc_fragment(a, idxs, fixed, tile, tc.a, AxisType.TC_M, AxisType.TC_K, AxisType.TC_N)
+    B = self._tc_fragment(b, idxs, fixed, tile, tc.b, AxisType.TC_K, AxisType.TC_N, AxisType.TC_M)
+    return UOp(Ops.WMMA, acc.dtype, (A, B, acc), tc)
+
+  def _store_tensor_core_tile(self, store: UOp, idxs: list[UOp], tile: dict[int, UOp]) -> None:
+    """Store one tile of results: each lane holds the output elements at the accumulator layout's places."""
+    buf, view, value = store.src
+    (m,), (n,) = self.k.axes_of(AxisType.TC_M), self.k.axes_of(AxisType.TC_N)
+    for elem, (row, col) in enumerate(self.k.tensor_core.c):
+      at = self._at(idxs, {**tile, m: self._tc_place(row), n: self._tc_place(col)}, post_reduce=True)
+      idx, valid = self._index(view, at)
+      if valid.op is Ops.CONST and not valid.arg: continue
+      self.b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, self._value(value, at, tile, elem)) + (() if _always(valid) else (valid,))))
 
   # ---- lanes -> vectors ----
   def _widen(self, x: UOp) -> UOp:
@@ -227,8 +275,9 @@ class Lowerer:
     if len(st.views) == 1: return idx, valid  # one view gives a canonical sum and only necessary conditions
     return simplify(idx), simplify(valid)
 
-  def _value(self, node: UOp, at: tuple[UOp, ...], upcast: dict[int, UOp]) -> UOp:
-    """The UOp computing `node` at index `at` (unrolled axes are constants in `at`)."""
+  def _value(self, node: UOp, at: tuple[UOp, ...], upcast: dict[int, UOp], tc_elem: int = 0) -> UOp:
+    """The UOp computing `node` at index `at` (unrolled axes are constants in `at`); a reduction computed by tensor
+    cores reads element `tc_elem` of its accumulator."""
     memo: dict[UOp, UOp] = {}
     for n in node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node):
       if n.op is Ops.LOAD and len(n.src) == 3: memo[n] = self._gather(n, at, memo[n.src[2]])
@@ -246,7 +295,8 @@ class Lowerer:
       elif n.op is Ops.REDUCE_AXIS:
         acc = self.accs[(n, self._tile_key(upcast))]
         total = UOp(Ops.LOAD, acc.dtype, (acc,))
-        if self.vec_axis is None: memo[n] = total
+        if self.k.tensor_core is not None: memo[n] = UOp(Ops.GEP, n.dtype, (total,), tc_elem)
+        elif self.vec_axis is None: memo[n] = total
         elif self.vec_is_reduce: memo[n] = _horizontal(total, n.arg[0])
         else: memo[n] = UOp(Ops.GEP, n.dtype, (total,), upcast[self.vec_axis].arg)
       elif n.op in ELEMENTWISE: memo[n] = UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)

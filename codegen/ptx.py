@@ -8,6 +8,7 @@ from ir.dtype import DType, PtrDType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
+from codegen.tensor_core import mma_m16n8k16
 
 def ptx_version(arch: str) -> str:
   """The PTX ISA version to declare for `arch` (sm_NN, optionally with an a/f suffix): the oldest that knows it."""
@@ -51,6 +52,7 @@ class PTXRenderer(Renderer):
   has_local = True
   launch_dims = 3
   vector_width = 4
+  tensor_cores = (mma_m16n8k16(dtypes.float16), mma_m16n8k16(dtypes.bfloat16))  # mma.sync, sm_80 and newer
   def __init__(self, arch: str = "sm_90"):
     ptx_version(arch)
     self.arch = arch
@@ -138,6 +140,7 @@ class _Kernel:
     if op is Ops.STORE: return self.store(u)
     if op is Ops.VECTORIZE: return [self.ref(s) for s in u.src]
     if op is Ops.GEP: return self.ref(u.src[0], u.arg)
+    if op is Ops.WMMA: return self.mma(u)
     lanes = [self.scalar_op(u, i) for i in range(dt.count)]
     return lanes if dt.count > 1 else lanes[0]
 
@@ -146,6 +149,22 @@ class _Kernel:
     regs = [self.new(dt.scalar) for _ in range(dt.count)]
     for i, r in enumerate(regs): self.emit(f"mov.{_mov_type(dt)} {r}, {self.ref(src, i)}")
     return regs if dt.count > 1 else regs[0]
+
+  def mma(self, u: UOp) -> list[str]:
+    """mma.sync: A and B lanes packed two per 32-bit register (the lower-numbered element in the low half)."""
+    a, b, c = u.src
+    half = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}[a.dtype.scalar]
+    def packed(x: UOp) -> list[str]:
+      bits = [self.ref(x, i) if half == "f16" else self.f32_to_bf16_bits(self.ref(x, i)) for i in range(x.dtype.count)]
+      regs = [self.reg("b32") for _ in range(len(bits) // 2)]
+      for i, r in enumerate(regs): self.emit(f"mov.b32 {r}, {{{bits[2 * i]}, {bits[2 * i + 1]}}}")
+      return regs
+    pa, pb = packed(a), packed(b)
+    out = [self.reg("f32") for _ in range(u.dtype.count)]
+    acc = [self.ref(c, i) for i in range(c.dtype.count)]
+    self.emit(f"mma.sync.aligned.{u.arg.name}.row.col.f32.{half}.{half}.f32 {{{', '.join(out)}}}, {{{', '.join(pa)}}}, "
+              f"{{{', '.join(pb)}}}, {{{', '.join(acc)}}}")
+    return out
 
   def scalar_op(self, u: UOp, lane: int) -> str:
     args = [self.ref(s, lane) for s in u.src]

@@ -12,6 +12,7 @@ class Renderer:
   splits_across_cores: bool = False  # the first global loop is split into [core_start, core_end) chunks (CPU)
   launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   vector_width: int = 4              # float lanes per vector register
+  tensor_cores: tuple = ()           # TensorCore instructions the target offers (codegen.tensor_core)
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
 
 @dataclass
@@ -40,6 +41,7 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
       stack.append(mult); mult *= max(size, 0)
     elif u.op is Ops.ENDRANGE: mult = stack.pop()
     elif u.op in ALU and u.dtype.scalar not in (dtypes.int32, dtypes.int64, dtypes.bool): flops += mult * u.dtype.count
+    elif u.op is Ops.WMMA: flops += mult * u.arg.flops_per_thread
     elif u.op is Ops.LOAD and len(u.src) == 2: mem += mult * u.dtype.itemsize
     elif u.op is Ops.STORE and len(u.src) == 3: mem += mult * u.src[2].dtype.itemsize
   return flops, mem

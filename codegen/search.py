@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 from ir.ops import Ops, ALU
-from ir.switches import BEAM_ESTIMATE, DEBUG
+from ir.switches import BEAM_ESTIMATE, DEBUG, TC
 from ir.uop import UOp
 from codegen import diskcache
 from codegen.heuristic import hand_coded_optimizations
@@ -19,7 +19,7 @@ MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
 
 def candidate_actions(k: Kernel) -> list[Opt]:
   """Every action that could apply to kernel `k` in its current state."""
-  out: list[Opt] = []
+  out: list[Opt] = [Opt(OptOps.TC, i, 0) for i in range(len(k.tensor_core_matches()))] if TC and not k.applied_opts else []
   for a, (size, kind) in enumerate(zip(k.full_shape, k.axis_types)):
     if kind is AxisType.GLOBAL:
       out += [Opt(OptOps.UPCAST, a, amt) for amt in (2, 3, 4, 8, 16) if size % amt == 0 and size > amt]

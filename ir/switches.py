@@ -57,3 +57,4 @@ ALLOW_TF32, WEBGPU_BACKEND, CUDA_PATH = ContextVar("ALLOW_TF32", 0), ContextVar(
 CCACHE, SCACHE, TRAINING = ContextVar("CCACHE", 1), ContextVar("SCACHE", 1), ContextVar("TRAINING", 0)
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)
+TC = ContextVar("TC", 1)  # 0: the heuristics and BEAM don't use tensor cores
