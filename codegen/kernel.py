@@ -142,6 +142,8 @@ class Kernel:
                 OptOps.LOCAL: (AxisType.GLOBAL, AxisType.LOCAL), OptOps.GROUP: (AxisType.REDUCE, AxisType.GROUP)}[opt.op]
       if kind is not wanted[0]: raise KernelOptError(f"{opt.op.name} needs a {wanted[0].name} axis, axis {opt.axis} is {kind.name}")
       if opt.op in (OptOps.LOCAL, OptOps.GROUP) and not self.has_local: raise KernelOptError(f"{opt.op.name} needs a target with workgroups")
+      if opt.op is OptOps.LOCAL and self.tensor_core is not None and self.tensor_core.b_in_shared:
+        raise KernelOptError("LOCAL doesn't combine with wgmma (a workgroup is one warpgroup staging its B tiles)")
       if opt.op is OptOps.GROUP and (self.axes_of(AxisType.UPCAST) or len(self.reduceops) > 1 or self.tensor_core is not None):
         raise KernelOptError("GROUP works on kernels with one reduction, no upcast axes and no tensor cores")
       if opt.op is OptOps.UPCAST and AxisType.GROUP in self.axis_types: raise KernelOptError("UPCAST after GROUP is not supported")
@@ -157,7 +159,7 @@ class Kernel:
     if src.op is Ops.CAST and src.src[0].op is Ops.MUL: operands = src.src[0].src      # cast(a * b)
     elif src.op is Ops.MUL and all(s.op is Ops.CAST for s in src.src): operands = tuple(s.src[0] for s in src.src)  # cast(a) * cast(b)
     else: return []
-    varies = [self._varying_axes(x) for x in operands]
+    varies = [self.varying_axes(x) for x in operands]
     out = []
     for tc in self.tensor_cores:
       if r.dtype != tc.dtype_acc or any(x.dtype != tc.dtype_in for x in operands): continue
@@ -170,7 +172,7 @@ class Kernel:
         out += [TensorCoreMatch(tc, a, b, m, n, k) for m in reversed(ms) for n in reversed(ns) for k in reversed(ks)]
     return out
 
-  def _varying_axes(self, node: UOp) -> set[int]:
+  def varying_axes(self, node: UOp) -> set[int]:
     """The axes along which `node`'s value may change (all of them where views are stacked or indices computed)."""
     every = set(range(len(self.full_shape)))
     view_st = dict(zip(self.views, self.sts))

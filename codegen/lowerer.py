@@ -9,6 +9,7 @@ from ir.shapetracker import unravel
 from ir.symbolic import simplify, split_terms
 from ir.uop import UOp
 from codegen.kernel import AxisType, Kernel
+from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES
 
 VECTOR_WIDTHS = (2, 4, 8, 16)
 
@@ -75,7 +76,8 @@ class Lowerer:
     self.width = k.full_shape[self.vec_axis] if self.vec_axis is not None else 1
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
-    self.lane_group = self.lane_thread = UOp.const(self.idx_dtype, 0)  # a tensor-core warp lane's g and t
+    self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
+    self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
 
   def _combos(self, *types: AxisType, skip: int | None = None) -> list[dict[int, UOp]]:
     axes = [a for a in self.k.axes_of(*types) if a != skip]
@@ -107,10 +109,10 @@ class Lowerer:
         opened.append(idxs_a := b.open_range(start, end, a))
         idxs[a] = idxs_a
     first_local = 0
-    if k.tensor_core is not None:  # the warp's lanes are the innermost thread dimension
-      lane = b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), ("lidx0", k.tensor_core.threads)))
+    if k.tensor_core is not None:  # the warp's (or warpgroup's) lanes are the innermost thread dimension
+      self.lane = b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), ("lidx0", k.tensor_core.threads)))
       self.local_size.append(k.tensor_core.threads)
-      self.lane_group, self.lane_thread, first_local = lane // 4, lane % 4, 1
+      first_local = 1
     self._launch_indices(idxs, k.axes_of(AxisType.LOCAL, AxisType.GROUP), "lidx", self.local_size, first_local)
     tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
     if k.reduceops: self._lower_reduce(idxs, tiles)
@@ -192,14 +194,12 @@ class Lowerer:
     loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
     unrolls = self._combos(AxisType.UNROLL, skip=self.vec_axis if self.vec_is_reduce else None)
-    for r in k.reduceops:
+    if k.tensor_core is not None: self._tensor_core_reduce(idxs, tiles, unrolls)
+    for r in k.reduceops if k.tensor_core is None else ():
       for tile in tiles:
         acc = self.accs[(r, self._tile_key(tile))]
         total = UOp(Ops.LOAD, acc.dtype, (acc,))
         for unroll in unrolls:
-          if k.tensor_core is not None:
-            total = self._tensor_core_step(idxs, {**tile, **unroll}, tile, total)
-            continue
           lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
           total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
         b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
@@ -207,27 +207,72 @@ class Lowerer:
     b.close_scope()
 
   # ---- tensor cores ----
-  def _tc_place(self, coord: tuple[int, int, int]) -> UOp:
-    """A fragment coordinate of this lane."""
-    g, t, c = coord
-    return simplify(self.lane_group * g + self.lane_thread * t + c)
+  def _tc_place(self, coord: tuple[int, int, int, int]) -> UOp:
+    """A fragment coordinate of this lane: warp w, group g and thread t weighted as `coord` says."""
+    w, g, t, c = coord
+    return simplify(self.lane // 32 * w + self.lane % 32 // 4 * g + self.lane % 4 * t + c)
 
-  def _tc_fragment(self, operand: UOp, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], layout, row_type: AxisType,
-                   col_type: AxisType, unused_type: AxisType) -> UOp:
+  def _tc_at(self, idxs: list[UOp], fixed: dict[int, UOp], places: dict[AxisType, UOp]) -> tuple[UOp, ...]:
+    """The index of one operand element: `fixed` axes, and each tensor-core axis at its place (0 where unused)."""
+    zero = UOp.const(self.idx_dtype, 0)
+    tc_axes = {t: self.k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)}
+    return self._at(idxs, {**fixed, **{a: places.get(t, zero) for t, a in tc_axes.items()}})
+
+  def _tc_fragment(self, operand: UOp, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], layout,
+                   row_type: AxisType, col_type: AxisType) -> UOp:
     """The lane's register elements of one operand tile: `operand` evaluated at each (row, column) of `layout`. Elements
     go in pairs (one 32-bit register), so a pair that is adjacent in memory is one load."""
-    (row,), (col,), (unused,) = (self.k.axes_of(t) for t in (row_type, col_type, unused_type))
-    zero = UOp.const(self.idx_dtype, 0)
-    values = [self._value(operand, self._at(idxs, {**fixed, row: self._tc_place(r), col: self._tc_place(c), unused: zero}), tile)
+    values = [self._value(operand, self._tc_at(idxs, fixed, {row_type: self._tc_place(r), col_type: self._tc_place(c)}), tile)
               for r, c in layout]
     pairs = [self.vectorize(values[i:i + 2]) for i in range(0, len(values), 2)]
     return UOp(Ops.VECTORIZE, operand.dtype.vec(len(values)), tuple(_lane(p, j) for p in pairs for j in range(2)))
 
-  def _tensor_core_step(self, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], acc: UOp) -> UOp:
-    tc, (a, b) = self.k.tensor_core, self.k.tc_operands
-    A = self._tc_fragment(a, idxs, fixed, tile, tc.a, AxisType.TC_M, AxisType.TC_K, AxisType.TC_N)
-    B = self._tc_fragment(b, idxs, fixed, tile, tc.b, AxisType.TC_K, AxisType.TC_N, AxisType.TC_M)
-    return UOp(Ops.WMMA, acc.dtype, (A, B, acc), tc)
+  def _tensor_core_reduce(self, idxs: list[UOp], tiles: list[dict[int, UOp]], unrolls: list[dict[int, UOp]]) -> None:
+    """One tensor-core step per tile and unrolled reduction step; each step is placed at once, since a wgmma reads
+    the B tiles staged just before it."""
+    k, b = self.k, self.b
+    tc, (a_op, b_op), (r,) = k.tensor_core, k.tc_operands, k.reduceops
+    accs = {self._tile_key(t): self.accs[(r, self._tile_key(t))] for t in tiles}
+    totals = {key: UOp(Ops.LOAD, acc.dtype, (acc,)) for key, acc in accs.items()}
+    for unroll in unrolls:
+      b_offsets = self._stage_b(b_op, idxs, unroll, tiles) if tc.b_in_shared else {}
+      for tile in tiles:
+        key, fixed = self._tile_key(tile), {**tile, **unroll}
+        A = self._tc_fragment(a_op, idxs, fixed, tile, tc.a, AxisType.TC_M, AxisType.TC_K)
+        if tc.b_in_shared: src = (A, self.b_staging, totals[key], UOp.const(self.idx_dtype, b_offsets[key]))
+        else: src = (A, self._tc_fragment(b_op, idxs, fixed, tile, tc.b, AxisType.TC_K, AxisType.TC_N), totals[key])
+        totals[key] = b.emit(UOp(Ops.WMMA, totals[key].dtype, src, tc))
+    for key, acc in accs.items(): b.append(UOp(Ops.STORE, dtypes.void, (acc, totals[key])))
+
+  def _stage_b(self, b_op: UOp, idxs: list[UOp], unroll: dict[int, UOp], tiles: list[dict[int, UOp]]) -> dict[tuple, int]:
+    """The warpgroup writes each tile's B (K x N) into shared memory in the core-matrix layout, lane by lane along
+    consecutive addresses; returns each tile's byte offset there. Barriers keep the previous step's readers safe and
+    make the writes visible to the tensor cores (the async proxy)."""
+    tc, b = self.k.tensor_core, self.b
+    _, N, K = tc.dims
+    axes = [a for a in self.k.axes_of(AxisType.UPCAST) if a in self.k.varying_axes(b_op)]  # one staged B per combination
+    if self.b_staging is None:
+      count = prod(self.k.full_shape[a] for a in axes)
+      self.b_staging = b.emit(UOp(Ops.DEFINE_LOCAL, tc.dtype_in.ptr(count * N * K, local=True), (), "b_tiles"))
+    per_row = CORE_ROW_BYTES // tc.dtype_in.itemsize   # K elements in one core-matrix row
+    lbo, sbo = (x // tc.dtype_in.itemsize for x in tc.b_strides)
+    b.append(UOp(Ops.BARRIER, dtypes.void, (self.b_staging,)))
+    offsets: dict[tuple, int] = {}
+    staged: set[int] = set()
+    for tile in tiles:
+      region = 0
+      for a in axes: region = region * self.k.full_shape[a] + tile[a].arg
+      offsets[self._tile_key(tile)] = region * tc.b_tile_bytes
+      if region in staged: continue  # tiles that differ only along M share their B
+      staged.add(region)
+      for i in range(N * K // tc.threads):
+        e = self.lane + i * tc.threads  # this lane's element: consecutive lanes write consecutive addresses
+        kk = simplify(e // lbo % (K // per_row) * per_row + e % per_row)
+        nn = simplify(e // sbo * CORE_ROWS + e // per_row % CORE_ROWS)
+        value = self._value(b_op, self._tc_at(idxs, {**tile, **unroll}, {AxisType.TC_K: kk, AxisType.TC_N: nn}), tile)
+        b.append(UOp(Ops.STORE, dtypes.void, (self.b_staging, simplify(e + region * N * K), value)))
+    b.append(UOp(Ops.BARRIER, dtypes.void, (self.b_staging,), "async"))
+    return offsets
 
   def _store_tensor_core_tile(self, store: UOp, idxs: list[UOp], tile: dict[int, UOp]) -> None:
     """Store one tile of results: each lane holds the output elements at the accumulator layout's places."""

@@ -8,7 +8,7 @@ from ir.dtype import DType, PtrDType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
-from codegen.tensor_core import mma_m16n8k16
+from codegen.tensor_core import mma_m16n8k16, wgmma_m64nNk16
 
 def ptx_version(arch: str) -> str:
   """The PTX ISA version to declare for `arch` (sm_NN, optionally with an a/f suffix): the oldest that knows it."""
@@ -52,10 +52,13 @@ class PTXRenderer(Renderer):
   has_local = True
   launch_dims = 3
   vector_width = 4
-  tensor_cores = (mma_m16n8k16(dtypes.float16), mma_m16n8k16(dtypes.bfloat16))  # mma.sync, sm_80 and newer
   def __init__(self, arch: str = "sm_90"):
     ptx_version(arch)
     self.arch = arch
+    # mma.sync on sm_80 and newer; Hopper's wgmma (sm_90a only) first, widest tiles first
+    halves = (dtypes.float16, dtypes.bfloat16)
+    wgmma = [wgmma_m64nNk16(n, dt) for n in (64, 32, 16, 8) for dt in halves] if arch == "sm_90a" else []
+    self.tensor_cores = tuple(wgmma + [mma_m16n8k16(dt) for dt in halves])
   def render(self, name: str, uops: list[UOp]) -> str: return _Kernel(name, self.arch).render(uops)
 
 class _Kernel:
@@ -134,6 +137,7 @@ class _Kernel:
       self.lines.append(f"{self.val[u.src[0]]}:")
       return None
     if op is Ops.BARRIER:
+      if u.arg == "async": self.emit("fence.proxy.async.shared::cta")  # this thread's shared writes, visible to wgmma
       self.emit("bar.sync 0")
       return None
     if op is Ops.LOAD: return self.load(u)
@@ -151,19 +155,31 @@ class _Kernel:
     return regs if dt.count > 1 else regs[0]
 
   def mma(self, u: UOp) -> list[str]:
-    """mma.sync: A and B lanes packed two per 32-bit register (the lower-numbered element in the low half)."""
-    a, b, c = u.src
+    """A tensor-core step. A's (and mma.sync's B's) elements are packed two per 32-bit register (the lower-numbered
+    element in the low half); wgmma reads B from shared memory through a descriptor and accumulates in place."""
+    tc, a, acc = u.arg, u.src[0], u.src[2]
     half = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}[a.dtype.scalar]
-    def packed(x: UOp) -> list[str]:
+    def packed(x: UOp) -> str:
       bits = [self.ref(x, i) if half == "f16" else self.f32_to_bf16_bits(self.ref(x, i)) for i in range(x.dtype.count)]
       regs = [self.reg("b32") for _ in range(len(bits) // 2)]
       for i, r in enumerate(regs): self.emit(f"mov.b32 {r}, {{{bits[2 * i]}, {bits[2 * i + 1]}}}")
-      return regs
-    pa, pb = packed(a), packed(b)
+      return "{" + ", ".join(regs) + "}"
     out = [self.reg("f32") for _ in range(u.dtype.count)]
-    acc = [self.ref(c, i) for i in range(c.dtype.count)]
-    self.emit(f"mma.sync.aligned.{u.arg.name}.row.col.f32.{half}.{half}.f32 {{{', '.join(out)}}}, {{{', '.join(pa)}}}, "
-              f"{{{', '.join(pb)}}}, {{{', '.join(acc)}}}")
+    if tc.instruction == "mma":
+      c = ", ".join(self.ref(acc, i) for i in range(acc.dtype.count))
+      self.emit(f"mma.sync.aligned.{tc.shape}.row.col.f32.{half}.{half}.f32 {{{', '.join(out)}}}, {packed(a)}, {packed(u.src[1])}, {{{c}}}")
+      return out
+    for i, r in enumerate(out): self.emit(f"mov.f32 {r}, {self.ref(acc, i)}")
+    desc = self.reg("b64")
+    lbo, sbo = tc.b_strides
+    self.emit(f"add.s64 {desc}, {self.ref(u.src[1])}, {u.src[3].arg}")
+    self.emit(f"shr.u64 {desc}, {desc}, 4")
+    self.emit(f"and.b64 {desc}, {desc}, 16383")  # start address (>> 4) in bits 0-13; no swizzle, base offset 0
+    self.emit(f"or.b64 {desc}, {desc}, {(lbo >> 4) << 16 | (sbo >> 4) << 32}")
+    self.emit("wgmma.fence.sync.aligned")
+    self.emit(f"wgmma.mma_async.sync.aligned.{tc.shape}.f32.{half}.{half} {{{', '.join(out)}}}, {packed(a)}, {desc}, 1, 1, 1, 0")
+    self.emit("wgmma.commit_group.sync.aligned")
+    self.emit("wgmma.wait_group.sync.aligned 0")
     return out
 
   def scalar_op(self, u: UOp, lane: int) -> str:

@@ -105,6 +105,6 @@ class CUDADevice(Compiled):
     self.cu("cuDevicePrimaryCtxRetain", ctx, handle[0])
     self.context = ctx[0]
     self.cu("cuCtxSetCurrent", self.context)
-    arch = target.arch or f"sm_{cc[0][0]}{cc[1][0]}"
+    arch = target.arch or f"sm_{cc[0][0]}{cc[1][0]}" + ("a" if (cc[0][0], cc[1][0]) == (9, 0) else "")  # wgmma needs sm_90a
     super().__init__(device, CUDAAllocator(self), PTXRenderer(arch), PTXText(arch), lambda name, lib, spec: CUDAProgram(self, name, lib, spec))
   def synchronize(self) -> None: self.cu("cuCtxSynchronize")

@@ -28,7 +28,7 @@ class Ops(enum.Enum):
   # linear programs
   RANGE = enum.auto(); ENDRANGE = enum.auto(); SPECIAL = enum.auto(); DEFINE_ACC = enum.auto(); INDEX = enum.auto()
   DEFINE_LOCAL = enum.auto(); BARRIER = enum.auto(); IF = enum.auto(); ENDIF = enum.auto(); VECTORIZE = enum.auto(); GEP = enum.auto()
-  WMMA = enum.auto()  # a warp's tensor-core step D = A @ B + C on register fragments (src A, B, C; arg the TensorCore)
+  WMMA = enum.auto()  # a tensor-core step D = A @ B + C (src A, B, C fragments; wgmma: A, B's shared buffer, C, B's byte offset)
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
 UNARY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.TRUNC}

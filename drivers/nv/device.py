@@ -214,7 +214,7 @@ class NVDevice(HCQCompiled):
     self.addresses = AddressSpace(VA_START, VA_END)
     self.gr = self.gr_info()
     self.sm = (self.gr["sm_version"] >> 8) * 10 + (self.gr["sm_version"] & 0xF)
-    self.arch = f"sm_{self.sm}"
+    self.arch = f"sm_{self.sm}" + ("a" if self.sm == 90 else "")  # Hopper's wgmma exists only in sm_90a code
 
     self.compute_class, self.dma_class = pick(COMPUTE_CLASSES, classes, "compute"), pick(DMA_CLASSES, classes, "copy")
     self.qmd_layout = qmdlib.QMD_LAYOUTS[qmdlib.qmd_version_for_class(self.compute_class)]

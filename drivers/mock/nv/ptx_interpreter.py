@@ -713,6 +713,15 @@ _MMA_A = [(_LANE_G + 8 * (i // 2 % 2), 2 * _LANE_T + i % 2 + 8 * (i // 4)) for i
 _MMA_B = [(2 * _LANE_T + i % 2 + 8 * (i // 2), _LANE_G) for i in range(4)]
 _MMA_C = [(_LANE_G + 8 * (i // 2), 2 * _LANE_T + i % 2) for i in range(4)]
 
+def _halves(regs: list, kind: str) -> list[np.ndarray]:
+  """The 16-bit elements packed in 32-bit registers (low half first) as float64, read as f16 or bf16."""
+  out = []
+  for r in regs:
+    bits = np.asarray(r).astype(np.uint32)
+    for h in (bits & 0xFFFF, bits >> 16):
+      out.append(h.astype(np.uint16).view(np.float16).astype(np.float64) if kind == "f16" else _bf16_value(h).astype(np.float64))
+  return out
+
 def _d_mma(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
   """mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: each warp computes D = A @ B + C, A and B
   packed two halves per .b32 register (the low half is the lower-numbered element). Computed in float64 and rounded
@@ -724,30 +733,73 @@ def _d_mma(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
   if (len(d), len(a), len(b), len(c)) != (4, 4, 2, 4): raise _Bad("m16n8k16 takes 4 D, 4 A, 2 B and 4 C registers")
   f32, b32 = TYPES["f32"], TYPES["b32"]
   wd, ra, rb, rc = [ctx.write(x, f32) for x in d], [ctx.read(x, b32) for x in a], [ctx.read(x, b32) for x in b], [ctx.read(x, f32) for x in c]
-  def halves(R, s, regs) -> list[np.ndarray]:
-    out = []
-    for r in regs:
-      bits = np.asarray(r(R, s)).astype(np.uint32)
-      for h in (bits & 0xFFFF, bits >> 16):
-        out.append(h.astype(np.uint16).view(np.float16).astype(np.float64) if mods[6] == "f16" else _bf16_value(h).astype(np.float64))
-    return out
   def run(st, s):
-    lanes = np.arange(st.n)[s]
-    first = lanes[::32] % st.bt
-    if len(lanes) % 32 or (first % 32).any() or (st.bt - first < 32).any() or (np.diff(lanes.reshape(-1, 32)) != 1).any():
-      raise PTXError("mma.sync needs whole warps executing together (32 converged threads of one block)")
-    w = len(lanes) // 32
+    w = len(_whole_groups(st, s, 32, "mma.sync"))
     A, B, C = np.zeros((w, 16, 16)), np.zeros((w, 16, 8)), np.zeros((w, 16, 8))
-    for (row, col), v in zip(_MMA_A, halves(st.R, s, ra)): A[:, row, col] = v.reshape(w, 32)
-    for (row, col), v in zip(_MMA_B, halves(st.R, s, rb)): B[:, row, col] = v.reshape(w, 32)
+    for (row, col), v in zip(_MMA_A, _halves([r(st.R, s) for r in ra], mods[6])): A[:, row, col] = v.reshape(w, 32)
+    for (row, col), v in zip(_MMA_B, _halves([r(st.R, s) for r in rb], mods[6])): B[:, row, col] = v.reshape(w, 32)
     for (row, col), r in zip(_MMA_C, rc): C[:, row, col] = np.asarray(r(st.R, s)).astype(np.float64).reshape(w, 32)
     D = (A @ B + C).astype(np.float32)
     for (row, col), wr in zip(_MMA_C, wd): wr(st.R, s, D[:, row, col].reshape(-1))
   return _OP, run
 
+def _whole_groups(st, s, size: int, what: str) -> np.ndarray:
+  """The executing lanes as rows of `size` consecutive lanes of one block starting at a multiple of size."""
+  lanes = np.arange(st.n)[s]
+  first = lanes[::size] % st.bt
+  if len(lanes) % size or (first % size).any() or (st.bt - first < size).any() or (np.diff(lanes.reshape(-1, size)) != 1).any():
+    raise PTXError(f"{what} needs whole {'warps' if size == 32 else 'warpgroups'} executing together ({size} converged threads of one block)")
+  return lanes.reshape(-1, size)
+
+def _d_wgmma(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
+  """wgmma.fence / commit_group / wait_group (no-ops: each mma_async completes at once) and
+  wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, {a}, b-desc, scale-d, 1, 1, 0: A in registers
+  (warp w holds rows 16w..16w+15 in the m16n8k16 layout), B (16 x N, K-major) in shared memory as described by the
+  descriptor (no swizzle), D laid out per warp like m16n8's C, once per 8 columns."""
+  if mods[0] in ("fence", "commit_group", "wait_group"):
+    if mods[1:] != ["sync", "aligned"] or len(ops) != (mods[0] == "wait_group"): raise _Bad(f"unsupported wgmma.{'.'.join(mods)} form")
+    return _OP, None
+  shape = re.fullmatch(r"m64n(\d+)k16", mods[3]) if len(mods) == 7 else None
+  if mods[:3] != ["mma_async", "sync", "aligned"] or shape is None or mods[4] != "f32" or mods[5] != mods[6] or mods[5] not in ("f16", "bf16"):
+    raise _Bad("unsupported wgmma form (the interpreter has wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16})")
+  n = int(shape[1])
+  if len(ops) != 7 or not ops[1].startswith("{") or ops[4:] != ["1", "1", "0"] or n % 8 or not 8 <= n <= 256:
+    raise _Bad("the interpreter's wgmma takes A in registers, scale-a = scale-b = 1 and an untransposed (K-major) B")
+  d, a = _vector(ops[0]), _vector(ops[1])
+  if (len(d), len(a)) != (n // 2, 4): raise _Bad(f"m64n{n}k16 takes {n // 2} D and 4 A registers")
+  f32, b32 = TYPES["f32"], TYPES["b32"]
+  wd, rd, ra = [ctx.write(x, f32) for x in d], [ctx.read(x, f32) for x in d], [ctx.read(x, b32) for x in a]
+  desc, scale_d = ctx.read(ops[2], U64), _pred_reader(ctx, ops[3]) if ops[3] in ctx.regs else ctx.read(ops[3], TYPES["u32"])
+  k_, n_ = np.arange(16)[:, None], np.arange(n)[None, :]
+  def run(st, s):
+    groups = _whole_groups(st, s, 128, "wgmma")
+    lanes = groups.reshape(-1)
+    descs = np.broadcast_to(np.asarray(desc(st.R, lanes), np.uint64), (len(lanes),)).reshape(-1, 128)
+    if (descs != descs[:, :1]).any(): raise PTXError("wgmma: the B descriptor differs between the lanes of a warpgroup")
+    A, B = np.zeros((len(groups), 64, 16)), np.zeros((len(groups), 16, n))
+    for warp in range(4):
+      sel = groups[:, 32 * warp:32 * warp + 32].reshape(-1)
+      for (row, col), h in zip(_MMA_A, _halves([r(st.R, sel) for r in ra], mods[5])): A[:, 16 * warp + row, col] = h.reshape(-1, 32)
+    for g, dsc in enumerate(int(x) for x in descs[:, 0]):
+      start, lbo, sbo = (dsc & 0x3FFF) << 4, (dsc >> 16 & 0x3FFF) << 4, (dsc >> 32 & 0x3FFF) << 4
+      if dsc >> 49 & 0x7 or dsc >> 62: raise PTXError(f"wgmma: descriptor {dsc:#x} asks for a swizzle or base offset, which the model lacks")
+      at = start + n_ // 8 * sbo + k_ // 8 * lbo + n_ % 8 * 16 + k_ % 8 * 2
+      if at.max() + 2 > st.S: raise PTXFault(int(at.max()), 2, int(groups[g, 0]), space="shared")
+      at = at + int(st.sbase[groups[g, 0]])
+      B[g] = _halves([st.shared[at] | st.shared[at + 1].astype(np.uint32) << 8], mods[5])[0]
+    keep = np.broadcast_to(np.asarray(scale_d(st.R, lanes)).astype(bool), (len(lanes),)).reshape(-1, 128)[:, 0]
+    D = A @ B
+    for warp in range(4):
+      sel = groups[:, 32 * warp:32 * warp + 32].reshape(-1)
+      for j, (wr, r) in enumerate(zip(wd, rd)):
+        row, col = _MMA_C[j % 4][0] + 16 * warp, _MMA_C[j % 4][1] + 8 * (j // 4)
+        c = np.asarray(r(st.R, sel), np.float64).reshape(-1, 32) * keep[:, None]
+        wr(st.R, sel, (D[:, row, col] + c).astype(np.float32).reshape(-1))
+  return _OP, run
+
 _DECODERS = {**{op: _d_arith for op in _ARITH}, "setp": _d_setp, "selp": _d_selp, "mov": _d_mov, "cvta": _d_mov, "cvt": _d_cvt,
              "ld": _d_mem, "st": _d_mem, "bra": _d_bra, "ret": _d_exit, "exit": _d_exit, "bar": _d_bar, "barrier": _d_bar,
-             "membar": _d_nop, "fence": _d_nop, "mma": _d_mma}
+             "membar": _d_nop, "fence": _d_nop, "mma": _d_mma, "wgmma": _d_wgmma}
 _INSTR = re.compile(r"(?:@(!?)\s*(\S+)\s+)?([\w.:]+)\s*(.*)", re.S)
 
 def _decode(ctx: _Ctx, text: str) -> tuple:

@@ -1,6 +1,6 @@
 """The PTX reference interpreter against numpy (or exact arithmetic) on hand-written kernels. Every kernel the tests run
 also goes through ptxas -arch=sm_90 when ptxas is installed, so the PTX here is known to be valid."""
-import math, struct, subprocess
+import math, re, struct, subprocess
 from fractions import Fraction
 import numpy as np
 import pytest
@@ -10,8 +10,8 @@ from drivers.mock.nv.ptx_interpreter import ArrayMemory, PTXError, PTXFault, PTX
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
 KERNELS: dict[str, str] = {}  # every valid kernel below, for the ptxas check
 
-def kernel(name: str, body: str) -> str:
-  KERNELS[name] = HEAD + body
+def kernel(name: str, body: str, target: str = "sm_90") -> str:
+  KERNELS[name] = HEAD.replace("sm_90", target) + body
   return KERNELS[name]
 
 def launch(src: str, entry: str, grid, block, arrays: list[np.ndarray], scalars=(), **kw) -> list[int]:
@@ -836,8 +836,98 @@ def test_mma_refuses_a_partial_warp():
   z = lambda *shape: np.zeros(shape, np.uint32)
   with pytest.raises(PTXError, match="whole warps"): launch(MMA["f16"], "mma_f16", 1, 48, [z(48, 4), z(48, 2), z(48, 4), z(48, 4)])
 
+def wgmma_kernel(half: str) -> str:
+  """One warpgroup per block: lanes load their A fragments, the first 32 lanes copy the block's 512-byte B blob into
+  shared memory, then D = A @ B (scale-d 0: D's old value, 1.0, is ignored) with the descriptor's LBO/SBO from `layout`."""
+  return kernel(f"wgmma_{half}", f"""
+.visible .entry wgmma_{half}(.param .u64 a, .param .u64 b, .param .u64 d, .param .u64 layout)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<12>;
+  .shared .align 16 .b8 tile[512];
+  ld.param.u64 %rd1, [a];
+  ld.param.u64 %rd2, [b];
+  ld.param.u64 %rd3, [d];
+  ld.param.u64 %rd4, [layout];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mad.lo.s32 %r3, %r1, 128, %r2;
+  mul.wide.u32 %rd5, %r3, 16;
+  add.s64 %rd5, %rd1, %rd5;
+  ld.global.v4.b32 {{%r4, %r5, %r6, %r7}}, [%rd5];
+  setp.lt.u32 %p1, %r2, 32;
+  @!%p1 bra $copied;
+  mad.lo.s32 %r8, %r1, 32, %r2;
+  mul.wide.u32 %rd6, %r8, 16;
+  add.s64 %rd6, %rd2, %rd6;
+  ld.global.v4.b32 {{%r8, %r9, %r10, %r11}}, [%rd6];
+  mul.wide.u32 %rd7, %r2, 16;
+  mov.u64 %rd8, tile;
+  add.s64 %rd7, %rd8, %rd7;
+  st.shared.v4.b32 [%rd7], {{%r8, %r9, %r10, %r11}};
+$copied:
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  mov.u64 %rd9, tile;
+  shr.u64 %rd9, %rd9, 4;
+  and.b64 %rd9, %rd9, 16383;
+  or.b64 %rd9, %rd9, %rd4;
+  mov.f32 %f0, 0f3F800000;
+  mov.f32 %f1, %f0;
+  mov.f32 %f2, %f0;
+  mov.f32 %f3, %f0;
+  mov.f32 %f4, %f0;
+  mov.f32 %f5, %f0;
+  mov.f32 %f6, %f0;
+  mov.f32 %f7, %f0;
+  wgmma.fence.sync.aligned;
+  wgmma.mma_async.sync.aligned.m64n16k16.f32.{half}.{half} {{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}}, {{%r4, %r5, %r6, %r7}}, %rd9, 0, 1, 1, 0;
+  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 0;
+  mul.wide.u32 %rd10, %r3, 32;
+  add.s64 %rd10, %rd3, %rd10;
+  st.global.v4.f32 [%rd10], {{%f0, %f1, %f2, %f3}};
+  st.global.v4.f32 [%rd10+16], {{%f4, %f5, %f6, %f7}};
+  ret;
+}}
+""", target="sm_90a")
+WGMMA = {"f16": wgmma_kernel("f16"), "bf16": wgmma_kernel("bf16")}
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+@pytest.mark.parametrize("lbo,sbo", [(128, 256), (256, 128)], ids=["k-cores-adjacent", "n-cores-adjacent"])
+def test_wgmma_m64n16k16_reads_b_through_its_descriptor(half, lbo, sbo):
+  rng, blocks = np.random.default_rng(8), 2
+  A, B = rng.standard_normal((blocks, 64, 16)), rng.standard_normal((blocks, 16, 16))
+  if half == "f16": A, B = A.astype(np.float16).view(np.uint16), B.astype(np.float16).view(np.uint16)
+  else: A, B = [(x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) for x in (A, B)]
+  value = (lambda x: x.view(np.float16).astype(np.float64)) if half == "f16" else (lambda x: (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64))
+  a = np.zeros((blocks, 128, 8), np.uint16)  # warp w holds rows 16w.. of A in the m16n8k16 layout
+  for lane in range(128):
+    w, g, t = lane // 32, lane % 32 // 4, lane % 4
+    a[:, lane] = np.stack([A[:, 16 * w + r, c] for r, c in A_AT(g, t, None)], 1)
+  blob = np.zeros((blocks, 512), np.uint8)  # B (k x n) as 8x16-byte core matrices: LBO apart along k, SBO along n
+  for k in range(16):
+    for n in range(16):
+      at = n // 8 * sbo + k // 8 * lbo + n % 8 * 16 + k % 8 * 2
+      blob[:, at:at + 2] = B[:, k, n:n + 1].view(np.uint8)
+  d = np.zeros((blocks, 128, 8), np.float32)
+  launch(WGMMA[half], f"wgmma_{half}", blocks, 128, [a, blob, d], [(lbo >> 4) << 16 | (sbo >> 4) << 32])
+  D = (value(A) @ value(B)).astype(np.float32)
+  for lane in range(128):  # warp w holds rows 16w.. of D, each 8 columns in the m16n8 accumulator layout
+    w, g, t = lane // 32, lane % 32 // 4, lane % 4
+    want = [D[:, 16 * w + r, 8 * j + c] for j in range(2) for r, c in C_AT(g, t, None)]
+    np.testing.assert_allclose(d[:, lane], np.stack(want, 1), rtol=1e-6, atol=1e-6)
+
+def test_wgmma_refuses_a_partial_warpgroup_and_swizzled_descriptors():
+  z = lambda *shape, dt=np.uint16: np.zeros(shape, dt)
+  with pytest.raises(PTXError, match="whole warpgroups"): launch(WGMMA["f16"], "wgmma_f16", 1, 96, [z(96, 8), z(512, dt=np.uint8), z(96, 8, dt=np.float32)], [0])
+  with pytest.raises(PTXError, match="swizzle"): launch(WGMMA["f16"], "wgmma_f16", 1, 128, [z(128, 8), z(512, dt=np.uint8), z(128, 8, dt=np.float32)], [1 << 62])
+
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_ptxas_accepts_the_test_kernels(name, tmp_path):
   (tmp_path / "k.ptx").write_text(KERNELS[name])
-  r = subprocess.run([find_ptxas(), "-arch=sm_90", "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.ptx")], capture_output=True, text=True)
+  arch = re.search(r"\.target (\w+)", KERNELS[name])[1]
+  r = subprocess.run([find_ptxas(), f"-arch={arch}", "-o", str(tmp_path / "k.cubin"), str(tmp_path / "k.ptx")], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr

@@ -1,6 +1,7 @@
-"""Tensor cores on NV: the TC action maps half/bf16 matmul-shaped reductions onto mma.sync m16n8k16; the kernels run
-on the model's PTX interpreter (whose mma follows the PTX ISA's fragment tables) and are checked against float64 numpy
-products rounded to the output dtype; what can't use tensor cores is refused with a reason."""
+"""Tensor cores on NV: the TC action maps half/bf16 matmul-shaped reductions onto mma.sync m16n8k16 (Ampere and newer)
+and onto wgmma m64nNk16 with B staged in shared memory (Hopper, sm_90a); the kernels run on the model's PTX
+interpreter (whose mma and wgmma follow the PTX ISA's fragment and shared-memory layouts) and are checked against
+float64 numpy products rounded to the output dtype; what can't use tensor cores is refused with a reason."""
 import numpy as np
 import pytest
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
@@ -12,11 +13,16 @@ from ir.switches import Context
 from tg import Device, Tensor, dtypes
 from tests.drivers.nv.test_nv_device import download, open_nv, upload
 
-@pytest.fixture(scope="module")
-def nv():
-  dev, model = open_nv("hopper")
+def device(arch: str):
+  dev, model = open_nv(arch)
   yield dev
   model.gpu.stop()
+
+@pytest.fixture(scope="module")
+def nv(): yield from device("ampere")  # mma.sync only
+
+@pytest.fixture(scope="module")
+def hopper(): yield from device("hopper")  # wgmma first, mma.sync where M is no multiple of 64
 
 def bf16_round(x: np.ndarray) -> np.ndarray:
   bits = x.astype(np.float32).view(np.uint32)
@@ -94,6 +100,34 @@ def test_what_tensor_cores_cannot_compute_is_refused(nv):
   k.apply_opt(Opt(OptOps.UPCAST, 0, 2))
   with pytest.raises(KernelOptError, match="VECTORIZE"): k.apply_opt(Opt(OptOps.VECTORIZE, 1, 0))
 
+# (128 x 32) @ (32 x 96) on wgmma m64n32k16: axes (2 g, 64 m, 3 g, 32 n, 2 r, 16 k)
+WGMMA_CASES = [[Opt(OptOps.TC, 0, 0)],
+               [Opt(OptOps.TC, 0, 0), Opt(OptOps.UPCAST, 2, 3)],  # three B tiles staged side by side
+               [Opt(OptOps.TC, 0, 0), Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UNROLL, 4, 2)],  # two A tiles share each B tile
+               None]
+
+@pytest.mark.parametrize("dtype", [dtypes.half, dtypes.bfloat16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("opts", WGMMA_CASES, ids=lambda o: "heuristics" if o is None else "+".join(f"{x.op.name}{x.axis}:{x.amt}" for x in o))
+def test_matmul_on_hopper_wgmma_matches_numpy(hopper, dtype, opts):
+  a, b = operands(dtype, (128, 32), (32, 96), seed=2)
+  got, spec = run(hopper, a @ b, opts)
+  assert "wgmma.mma_async.sync.aligned.m64n32k16" in spec.src and spec.local_size == (128, 1, 1)
+  assert spec.flops == 2 * 128 * 32 * 96
+  A, B = exact(a, b)
+  assert_rounded_close(got, A @ B, dtype)
+
+def test_hopper_falls_back_to_mma_and_wgmma_refuses_local(hopper):
+  a, b = operands(dtypes.half, (32, 64), (64, 48), seed=3)  # 32 rows, 48 columns: no m64 tile either way
+  got, spec = run(hopper, a @ b, None)
+  assert "mma.sync.aligned.m16n8k16" in spec.src and "wgmma" not in spec.src
+  A, B = exact(a, b)
+  assert_rounded_close(got, A @ B, dtypes.half)
+  a, b = operands(dtypes.half, (128, 32), (32, 64))
+  (item,) = [i for i in (a @ b).schedule() if i.ast.op is Ops.SINK]
+  k = Kernel(item.ast, hopper.renderer)
+  k.apply_opt(Opt(OptOps.TC, 0, 0))
+  with pytest.raises(KernelOptError, match="wgmma"): k.apply_opt(Opt(OptOps.LOCAL, 0, 2))
+
 def test_tc_switch_turns_tensor_cores_off(nv):
   a, b = operands(dtypes.half, (32, 32), (32, 32))
   with Context(TC=0): got, spec = run(nv, a @ b, None)
@@ -102,9 +136,10 @@ def test_tc_switch_turns_tensor_cores_off(nv):
   np.testing.assert_allclose(got, A @ B, rtol=1e-2, atol=1e-2)  # half products: not the tensor cores' exact ones
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install -e '.[test]' brings it)")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_89", "sm_90", "sm_90a"])
 def test_tensor_core_kernels_assemble(arch):
-  a, b = operands(dtypes.bfloat16, (64, 64), (64, 32))
+  a, b = operands(dtypes.bfloat16, (128, 32), (32, 96))
   (item,) = [i for i in (a @ b).schedule() if i.ast.op is Ops.SINK]
-  spec = get_program(item.ast, PTXRenderer(arch), TILED[1])
+  spec = get_program(item.ast, PTXRenderer(arch), [Opt(OptOps.TC, 0, 0), Opt(OptOps.UPCAST, 2, 3 if arch == "sm_90a" else 2)])
+  assert ("wgmma" in spec.src) == (arch == "sm_90a")
   assert PTXCompiler(arch).compile(spec.src)[:4] == b"\x7fELF"
