@@ -1,6 +1,6 @@
 """One check of an NVIDIA GPU through tg's own driver (NV) and through libcuda (CUDA): elementwise, reduction and
-matmul (fp32, fp16, bf16) results and a TinyJit MNIST training step against numpy, then matmul TFLOPS and kernel
-launch latency on both. Prints one table; a device that can't open is reported, not fatal.
+matmul (fp32, fp16, bf16) results and a TinyJit MNIST training step against numpy, then matmul TFLOPS (fp32, and fp16
+on tensor cores) and kernel launch latency on both. Prints one table; a device that can't open is reported, not fatal.
 
   python scripts/nv_check.py                # a real GPU (NV and CUDA)
   DEV=MOCK+NV python scripts/nv_check.py    # the software model: small sizes, NV only
@@ -72,8 +72,8 @@ def check_mnist_step(dev: str) -> str:
   r1, r2 = mnist_reference(x.astype(np.float64), y, w1.astype(np.float64), w2.astype(np.float64), 0.1, 4)
   return close(np.concatenate([W1.numpy().ravel(), W2.numpy().ravel()]), np.concatenate([r1.ravel(), r2.ravel()]), 1e-3, 1e-5)
 
-def time_matmul(dev: str) -> str:
-  a, b = (Tensor.rand(N, N, device=dev).realize() for _ in range(2))
+def time_matmul(dev: str, dtype) -> str:
+  a, b = (Tensor.rand(N, N, device=dev).cast(dtype).realize() for _ in range(2))
   best = float("inf")
   for _ in range(3):
     Device[dev].synchronize()
@@ -96,7 +96,8 @@ def time_launch(dev: str) -> str:
 CHECKS = [("elementwise f32", check_elementwise), ("reduction f32", check_reduction),
           ("matmul f32", lambda d: check_matmul(d, dtypes.float32, 1e-4)), ("matmul f16", lambda d: check_matmul(d, dtypes.float16, 2e-2)),
           ("matmul bf16", lambda d: check_matmul(d, dtypes.bfloat16, 6e-2)), ("TinyJit MNIST step", check_mnist_step),
-          ("matmul speed", time_matmul), ("launch latency", time_launch)]
+          ("matmul f32 speed", lambda d: time_matmul(d, dtypes.float32)),
+          ("matmul f16 speed (TC)", lambda d: time_matmul(d, dtypes.float16)), ("launch latency", time_launch)]
 
 def main() -> None:
   devices = ["NV"] if ON_MODEL else ["NV", "CUDA"]
