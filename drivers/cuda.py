@@ -1,7 +1,8 @@
 """CUDA: the same PTX kernels through NVIDIA's driver library (libcuda, via cffi), the vendor path the NV driver is
-measured against. The driver library JIT-compiles the PTX itself (cuModuleLoadData), so no ptxas is needed."""
+measured against. The driver library JIT-compiles the PTX itself (cuModuleLoadData), so no ptxas is needed. With
+DEV=MOCK+CUDA the library is the software model drivers/mock/nv/libcuda.py."""
 from __future__ import annotations
-import ctypes.util, time
+import contextlib, time
 import cffi
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
@@ -9,6 +10,7 @@ from codegen.compiler import Compiler
 from codegen.ptx import PTXRenderer
 from codegen.renderer import ProgramSpec
 from drivers.device import Compiled, DeviceUnavailable, LRUAllocator
+from drivers.system import System, system_for
 
 ffi = cffi.FFI()
 ffi.cdef("""
@@ -38,9 +40,8 @@ class CUDAError(RuntimeError): pass
 
 class _Driver:
   """libcuda, with every call checked."""
-  def __init__(self):
-    path = ctypes.util.find_library("cuda")
-    try: self.lib = ffi.dlopen(path or "libcuda.so.1")
+  def __init__(self, system: System):
+    try: self.lib = system.library(ffi, "cuda")
     except OSError: raise DeviceUnavailable("CUDA unavailable: libcuda.so (the NVIDIA driver library) not found") from None
   def __call__(self, fn: str, *args) -> None:
     if (status := getattr(self.lib, fn)(*args)) != 0:
@@ -76,6 +77,8 @@ class CUDAProgram:
     dev.cu("cuModuleLoadData", self.module, lib)
     dev.cu("cuModuleGetFunction", fn, self.module[0], name.encode())
     self.fn = fn[0]
+  def __del__(self):
+    with contextlib.suppress(Exception): self.dev.cu("cuModuleUnload", self.module[0])  # the library may be gone at exit
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
     values = [ffi.new("CUdeviceptr *", b) for b in bufs] + [ffi.new("int *", v) for v in vals]
     params = ffi.new("void *[]", [ffi.cast("void *", v) for v in values])
@@ -91,7 +94,7 @@ class CUDADevice(Compiled):
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "CUDA")
     if target.renderer not in ("", "PTX"): raise ValueError(f"CUDA has no renderer {target.renderer!r} (known: PTX)")
-    self.cu = _Driver()
+    self.cu = _Driver(system_for(target.interface))
     index = int(device.split(":")[1]) if ":" in device else 0
     count, handle, ctx = ffi.new("int *"), ffi.new("CUdevice *"), ffi.new("CUcontext *")
     try:

@@ -2,7 +2,7 @@
 `System` (open, ioctl, mmap, sysfs, PCI enumeration); `system_for("MOCK")` gives the software model instead
 (drivers/mock), so the same driver code runs against a model of the kernel interface and the GPU."""
 from __future__ import annotations
-import os, pathlib
+import ctypes.util, os, pathlib
 from dataclasses import dataclass
 import cffi
 
@@ -97,6 +97,9 @@ class System:
     """(renderer, compiler) for the GPUs behind `vendor_path`, or None for the vendor's real toolchain (a software
     model supplies one whose binaries it can run)."""
     return None
+  def library(self, ffi, name: str):
+    """The shared library lib`name` opened through `ffi` (which declares its functions); OSError when it is absent."""
+    return ffi.dlopen(ctypes.util.find_library(name) or f"lib{name}.so.1")
   def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     """PCI functions from sysfs, optionally only one vendor's."""

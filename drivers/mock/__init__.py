@@ -22,9 +22,10 @@ class DeviceModel:
   def mmap(self, handle: Any, addr: int, size: int, prot: int, flags: int, offset: int) -> int: return mmap_anonymous(size)
   def munmap(self, handle: Any, addr: int, size: int) -> None: pass  # the model owns the memory it mapped
   def toolchain(self, arch: str) -> tuple[Any, Any] | None: return None
+  def library(self, ffi) -> Any: raise OSError(errno.ENOENT, f"{type(self).__name__} models no library")
 
-# path prefix -> "module:Class" of the built-in vendor models
-BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel"}
+# path prefix (a device file, or a shared library's name) -> "module:Class" of the built-in vendor models
+BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "drivers.mock.nv.libcuda:LibCUDAModel"}
 
 class MockSystem(System):
   def __init__(self):
@@ -44,6 +45,8 @@ class MockSystem(System):
     raise OSError(errno.ENOENT, f"can't open {path}: no such device in the mock system")
   def toolchain(self, vendor_path: str, arch: str):
     return self._model(vendor_path).toolchain(arch)
+  def library(self, ffi, name: str):
+    return self._model(f"lib{name}").library(ffi)
   def open(self, path: str, flags: int = os.O_RDWR) -> int:
     model = self._model(path)
     fd, self._next_fd = self._next_fd, self._next_fd + 1

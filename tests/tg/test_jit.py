@@ -1,7 +1,7 @@
 """TinyJit: capture on the second call, replay from the third with only the inputs swapped."""
 import numpy as np
 import pytest
-from tg import Tensor, TinyJit, GlobalCounters, Context, nn
+from tg import Tensor, TinyJit, GlobalCounters, Context, Device, nn
 from tg.jit import JitError
 
 def rnd(*shape, seed=0): return Tensor(np.random.default_rng(seed).standard_normal(shape).astype(np.float32))
@@ -125,6 +125,7 @@ def _five_kernel_step(x):
   d = (c * c).contiguous()
   return d.sum()
 
+@pytest.mark.skipif(Device[Device.DEFAULT].graph is None, reason=f"{Device.DEFAULT} has no graph executor")
 @pytest.mark.parametrize("jit,batch,expected", [(1, 2, [2, 3]), (1, 32, [5]), (2, 32, [])])
 def test_graph_batching_follows_jit_and_batch_size(jit, batch, expected):
   from tg.jit import GraphBatch

@@ -1,9 +1,11 @@
-"""The Tensor op tests again on two other devices, as two concurrent subprocesses (one per core):
+"""The Tensor op tests again on other devices, as concurrent subprocesses:
 - DEV=PYTHON: every kernel runs on the UOp interpreter instead of LLVM, so the codegen is checked independently of
   the CPU backend;
 - DEV=MOCK+NV: the NV driver (RM, UVM, channels, QMDs, copies, HCQ graphs) runs against the software model, which
   executes the PTX tg renders on a reference PTX interpreter, so the PTX renderer is checked op by op; afterwards
-  every kernel the model ran is assembled by the real ptxas for each supported architecture.
+  every kernel the model ran is assembled by the real ptxas for each supported architecture;
+- DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
+  and the JIT.
 (The suites run in full; their shapes are small.)"""
 import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
 import pytest
@@ -13,7 +15,8 @@ from codegen.ptx_compiler import PTXCompiler, find_nvjitlink, find_ptxas
 ROOT = pathlib.Path(__file__).parents[2]
 OP_SUITES = ["tests/tg/test_ops_elementwise.py", "tests/tg/test_ops_reduce.py", "tests/tg/test_ops_movement.py",
              "tests/tg/test_ops_processing.py", "tests/tg/test_losses.py"]
-RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"]}
+RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
+        "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"]}  # the same PTX: here the libcuda glue is under test
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("ptx")

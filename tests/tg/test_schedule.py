@@ -35,7 +35,7 @@ def test_cheap_shared_work_is_recomputed_expensive_broadcast_work_is_stored():
   costly = x.exp().sin().sqrt().log()
   out = (costly.reshape(8, 1, 16) * w.reshape(1, 4, 16)).sum(-1)
   assert kernels(out) == 2
-  ref = np.log(np.sqrt(np.sin(np.exp(x.numpy()))))
+  with np.errstate(invalid="ignore"): ref = np.log(np.sqrt(np.sin(np.exp(x.numpy()))))  # NaN where sin < 0, as in tg
   np.testing.assert_allclose(out.numpy(), (ref[:, None, :] * w.numpy()[None]).sum(-1), rtol=1e-4, atol=1e-5)
 
 def test_realize_several_in_one_schedule():

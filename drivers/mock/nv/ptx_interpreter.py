@@ -54,6 +54,10 @@ class ArrayMemory:
     if not ok.all():
       i = int(np.argmin(ok)); raise PTXFault(int(addrs[i]), size, i)
     return r, off
+  def span(self, va: int, size: int) -> np.ndarray:
+    """The bytes [va, va + size) as a writable view into one region (PTXFault where they aren't all in one)."""
+    (r,), (off,) = self._find(np.array([va], np.uint64), size)
+    return self._buf[r][int(off):int(off) + size]
   def load(self, addrs: np.ndarray, size: int) -> np.ndarray:
     addrs = np.asarray(addrs, np.uint64)
     r, off = self._find(addrs, size)
