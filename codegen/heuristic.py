@@ -19,13 +19,23 @@ def view_itemsize(k: Kernel, view) -> int:
   load = next(u for u in k.ast.toposort() if u.op.name == "LOAD" and u.src[1] is view)
   return load.src[0].dtype.base.itemsize
 
+def _loads(k: Kernel) -> list:
+  """The ShapeTrackers of the memory loads that change along some axis (broadcast constants, stores and values read
+  at one place for the whole kernel don't matter to the choices here)."""
+  return [st for view, st in zip(k.views, k.sts) if not view.src and view not in k.store_views
+          and not (len(st.views) == 1 and st.views[-1].mask is None and not any(st.views[-1].strides))]
+
 def _load_strides(k: Kernel, axis: int) -> list[int | None]:
   """Each memory load's stride along `axis` (None where stacked views make it irregular)."""
-  out = []
-  for view, st in zip(k.views, k.sts):
-    if view.src or view in k.store_views: continue  # broadcast constants and stores
-    out.append(st.views[-1].strides[axis] if len(st.views) == 1 else None)
-  return out
+  return [st.views[-1].strides[axis] if len(st.views) == 1 else None for st in _loads(k)]
+
+def _window_reuse(k: Kernel, axis: int) -> int:
+  """Loads that slide along `axis` as they do along the short innermost reduction (which step 4 unrolls), like a
+  convolution's input along its window: neighbouring positions of a tile along `axis` read the same values."""
+  reduces = k.axes_of(AxisType.REDUCE)
+  if not reduces or k.full_shape[reduces[-1]] > MAX_UNROLL: return 0
+  strides = [st.views[-1].strides for st in _loads(k) if len(st.views) == 1]
+  return sum(1 for s in strides if s[axis] != 0 and s[axis] == s[reduces[-1]])
 
 def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
   """How well `axis` vectorizes: contiguous loads gain, broadcast loads are free, anything else is a gather."""
@@ -34,6 +44,18 @@ def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
     store = [st for v, st in zip(k.views, k.sts) if v in k.store_views]
     score += sum(2 if len(st.views) == 1 and st.views[-1].strides[axis] == 1 else -3 for st in store)
   return score
+
+def _lane_cost(k: Kernel, axis: int, width: int) -> float:
+  """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: the
+  arithmetic and each contiguous or broadcast load take one instruction per vector, any other load one per lane. An
+  output axis's stores count the same way, but happen once per output, so they are spread over the reduction."""
+  def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
+  cost = 1 / width + sum(per_lane(s) for s in _load_strides(k, axis))
+  if k.axis_types[axis] is AxisType.GLOBAL:
+    steps = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE))
+    stores = [st.views[-1].strides[axis] if len(st.views) == 1 else None for v, st in zip(k.views, k.sts) if v in k.store_views]
+    cost += sum(per_lane(s) for s in stores) / steps
+  return cost
 
 def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
   """Apply the heuristic's choices to `k` and return them (vector_width: float lanes of the target's registers)."""
@@ -66,26 +88,29 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
     return applied
 
-  # 1. the vector axis: the best-scoring output or reduction axis that splits into whole vectors (4 lanes, else 2)
-  candidates = [(_vector_score(k, a, k.axis_types[a] is AxisType.GLOBAL), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
-                for width in sorted({VECTOR_WIDTH, 4, 2}, reverse=True) if k.full_shape[a] % width == 0]
-  best = max(candidates, default=None)
+  # 1. the vector axis: the output or reduction axis, split into whole vectors, with the lowest cost per lane
+  widths = [w for w in (16, 8, 4, 2) if w <= max(VECTOR_WIDTH, 4)]
+  candidates = [(_lane_cost(k, a, width), -width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
+                for width in widths if k.full_shape[a] % width == 0]
+  best = min(candidates, default=None)
   lanes = 1
-  if best is not None and best[0] > 0:
+  if best is not None and best[0] < min(_lane_cost(k, a, 1) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
     _, width, a = best
+    width = -width
     op = OptOps.UPCAST if k.axis_types[a] is AxisType.GLOBAL else OptOps.UNROLL
     splits = k.full_shape[a] != width
     if try_opt(Opt(op, a, width)) and try_opt(Opt(OptOps.VECTORIZE, a + 1 if splits else a, 0)): lanes = width
   vec_is_output = k.vector_axis is not None and k.axis_types[k.vector_axis] is AxisType.UPCAST
 
-  # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile)
+  # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile) or
+  # slides over the window of an unrolled reduction (loaded once for several tile positions)
   while True:
     accumulators = tile() // (lanes if vec_is_output else 1)
     choice = None
     for a in k.axes_of(AxisType.GLOBAL):
-      reuse = sum(s == 0 for s in _load_strides(k, a))
+      reuse = sum(s == 0 for s in _load_strides(k, a)) + _window_reuse(k, a)
       if not reuse: continue
-      for amt in (4, 3, 2):
+      for amt in (5, 4, 3, 2):
         if k.full_shape[a] % amt == 0 and accumulators * amt <= MAX_ACCUMULATORS:
           if choice is None or (reuse, amt) > choice[0]: choice = ((reuse, amt), a, amt)
           break

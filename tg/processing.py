@@ -43,8 +43,20 @@ class ConvGrad:
                for size, (lo, hi), o, s, d, k in zip(spatial, self.pads, g.shape[2:], self.stride, self.dilation, w.shape[2:])]
     gx = gt.conv_transpose2d(wt, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=0, output_padding=out_pad)
     gx = gx.shrink([None, None, *[(lo, lo + size) for (lo, _), size in zip(self.pads, spatial)]])
-    gw = compute_gradient(value, g, [w]).get(w)
+    n = len(spatial)
+    if _channel_lanes(wt, wt.shape[0] // self.groups):  # the weight's gradient reads g with channels innermost: they become vector lanes
+      gt = gt.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1))
+    gw = compute_gradient(value, gt.uop, [w]).get(w)
     return gx.uop, gw
+
+def _channel_lanes(weight: Tensor, cout_per_group: int) -> bool:
+  """Whether a convolution on a CPU should read its weight with output channels contiguous (a small copy), so that a
+  whole vector of output channels is computed from one broadcast input value."""
+  from drivers.device import Device
+  if not isinstance(weight.device, str) or not dtypes.is_float(weight.dtype): return False
+  renderer = Device[weight.device].renderer
+  lanes = getattr(renderer, "vector_width", 0)
+  return bool(getattr(renderer, "splits_across_cores", False)) and cout_per_group % lanes == 0
 
 PANEL_MIN = 256  # matmuls with k and m at least this big read their right operand through packed panels
 
@@ -178,7 +190,10 @@ class ProcessingMixin:
     x = self.pad([None, None, *pads])._pool(weight.shape[2:], stride, dilation)    # (bs, cin, *out, *k)
     out_sp = x.shape[2:2 + n]
     x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])
-    w = weight.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
+    w = weight.reshape(groups, cout // groups, cin_g, *weight.shape[2:])
+    if _channel_lanes(weight, cout // groups):  # a copy of the weight with output channels innermost: they become vector lanes
+      w = w.permute(0, *range(2, 3 + n), 1).contiguous().permute(0, n + 2, *range(1, n + 2))
+    w = w.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
     out = (x * w).sum([3, *range(4 + n, 4 + 2 * n)], dtype=dtype).reshape(bs, cout, *out_sp)
     if dtypes.is_float(out.dtype):
       rule = ConvGrad(groups, _tuple(stride, n), _tuple(dilation, n), tuple(tuple(p) for p in pads))
