@@ -52,7 +52,7 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
   cost = 1 / width + sum(per_lane(s) for s in _load_strides(k, axis))
   if k.axis_types[axis] is AxisType.GLOBAL:
-    steps = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE))
+    steps = max(prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE)), 1)
     stores = [st.views[-1].strides[axis] if len(st.views) == 1 else None for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
   return cost
@@ -80,11 +80,19 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
       return applied
 
   if not k.reduce_op:
-    # elementwise: a strip of VECTOR_WIDTH along the innermost output axis that is contiguous
+    # elementwise: vector lanes along the innermost output axis that is contiguous (as many as divide it); when that
+    # is fewer than a register holds, each iteration also takes several steps of the next axis out
     for a in reversed(k.axes_of(AxisType.GLOBAL)):
-      if k.full_shape[a] % VECTOR_WIDTH == 0 and k.full_shape[a] > VECTOR_WIDTH and _vector_score(k, a, True) > 0:
-        if try_opt(Opt(OptOps.UPCAST, a, VECTOR_WIDTH)): try_opt(Opt(OptOps.VECTORIZE, a + 1, 0))
-        break
+      size = k.full_shape[a]
+      width = max((w for w in (16, 8, 4, 2) if w <= VECTOR_WIDTH and size % w == 0), default=0)
+      if not width or _vector_score(k, a, True) <= 0: continue
+      if not try_opt(Opt(OptOps.UPCAST, a, width)): break
+      try_opt(Opt(OptOps.VECTORIZE, a + 1 if size != width else a, 0))
+      outer = [o for o in k.axes_of(AxisType.GLOBAL) if o < a]
+      if width < VECTOR_WIDTH and outer:
+        more = max((d for d in range(2, 2 * VECTOR_WIDTH // width + 1) if k.full_shape[outer[-1]] % d == 0), default=0)
+        if more: try_opt(Opt(OptOps.UPCAST, outer[-1], more))
+      break
     if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
     return applied
 

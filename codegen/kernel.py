@@ -77,6 +77,7 @@ class Kernel:
     self.tensor_cores: tuple[TensorCore, ...] = tuple(getattr(renderer, "tensor_cores", ()))
     self.tensor_core: TensorCore | None = None   # set by TC, with the operand subtrees (A: m x k, B: k x n)
     self.tc_operands: tuple[UOp, UOp] = ()
+    if not self.reduceops: self._unstack_views()
     self._simplify()
 
   @property
@@ -102,6 +103,21 @@ class Kernel:
         self._reshape_all(lambda shape, i=i: shape[:i] + (shape[i] * shape[i + 1],) + shape[i + 2:])
         del self.axis_types[i + 1]
       else: i += 1
+
+  def _unstack_views(self) -> None:
+    """Iterate over a finer shape where that turns stacked views into single ones (a pool's window reshaped and
+    permuted, say): each load then indexes with strides instead of a chain of divisions. The finer shape has every
+    axis boundary of every view (it exists when the boundaries' sizes divide each other)."""
+    size = prod(self.full_shape)
+    def boundaries(shape) -> set[int]: return {prod(shape[i:]) for i in range(len(shape) + 1)}
+    marks = boundaries(self.full_shape)
+    for st in self.sts: marks |= {m for v in st.views[:-1] if v.size == size for m in boundaries(v.shape)}
+    chain = sorted(marks)
+    if len(chain) == len(boundaries(self.full_shape)) or any(b % a for a, b in zip(chain, chain[1:])): return
+    finer = tuple(b // a for a, b in zip(chain, chain[1:]))[::-1]
+    sts = [st.reshape(finer) for st in self.sts]
+    if sum(len(st.views) for st in sts) < sum(len(st.views) for st in self.sts):
+      self.sts, self.full_shape, self.axis_types = sts, finer, [AxisType.GLOBAL] * len(finer)
 
   @staticmethod
   def _mergeable(st: ShapeTracker, i: int) -> bool:
