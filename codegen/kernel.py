@@ -77,7 +77,7 @@ class Kernel:
     self.tensor_cores: tuple[TensorCore, ...] = tuple(getattr(renderer, "tensor_cores", ()))
     self.tensor_core: TensorCore | None = None   # set by TC, with the operand subtrees (A: m x k, B: k x n)
     self.tc_operands: tuple[UOp, UOp] = ()
-    if not self.reduceops: self._unstack_views()
+    self._unstack_views()
     self._simplify()
 
   @property
@@ -107,17 +107,24 @@ class Kernel:
   def _unstack_views(self) -> None:
     """Iterate over a finer shape where that turns stacked views into single ones (a pool's window reshaped and
     permuted, say): each load then indexes with strides instead of a chain of divisions. The finer shape has every
-    axis boundary of every view (it exists when the boundaries' sizes divide each other)."""
+    axis boundary of every view (it exists when the boundaries' sizes divide each other); views after a reduction
+    keep size 1 on the pieces of reduced axes."""
     size = prod(self.full_shape)
     def boundaries(shape) -> set[int]: return {prod(shape[i:]) for i in range(len(shape) + 1)}
     marks = boundaries(self.full_shape)
     for st in self.sts: marks |= {m for v in st.views[:-1] if v.size == size for m in boundaries(v.shape)}
     chain = sorted(marks)
-    if len(chain) == len(boundaries(self.full_shape)) or any(b % a for a, b in zip(chain, chain[1:])): return
-    finer = tuple(b // a for a, b in zip(chain, chain[1:]))[::-1]
-    sts = [st.reshape(finer) for st in self.sts]
+    if len(chain) == len(boundaries(self.full_shape)) or 0 in chain or any(b % a for a, b in zip(chain, chain[1:])): return
+    groups, inner = [], 1  # each axis's pieces, outermost first
+    for s in reversed(self.full_shape):
+      cuts = [m for m in chain if inner <= m <= inner * s]
+      groups.insert(0, tuple(b // a for a, b in zip(cuts, cuts[1:]))[::-1])
+      inner *= s
+    def finer(shape) -> tuple[int, ...]: return tuple(p if n == full else 1 for n, full, g in zip(shape, self.full_shape, groups) for p in g)
+    sts = [st.reshape(finer(st.shape)) for st in self.sts]
     if sum(len(st.views) for st in sts) < sum(len(st.views) for st in self.sts):
-      self.sts, self.full_shape, self.axis_types = sts, finer, [AxisType.GLOBAL] * len(finer)
+      self.axis_types = [t for t, g in zip(self.axis_types, groups) for _ in g]
+      self.sts, self.full_shape = sts, finer(self.full_shape)
 
   @staticmethod
   def _mergeable(st: ShapeTracker, i: int) -> bool:

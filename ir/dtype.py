@@ -1,7 +1,7 @@
 """Data types, their promotion lattice, and conversion of Python values into them."""
 from __future__ import annotations
 import functools, math, struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from ir.switches import DEFAULT_FLOAT, DEFAULT_INT
 
 @dataclass(frozen=True, eq=True)
@@ -11,6 +11,13 @@ class DType:
   name: str
   fmt: str | None   # struct/numpy format character; None where Python has none (bfloat16, fp8)
   count: int = 1    # lanes of a vector type
+  def __post_init__(self):  # dtypes are compared and hashed constantly (every UOp): both go through a precomputed key
+    key = tuple(getattr(self, f.name) for f in fields(self))
+    object.__setattr__(self, "_key", key)
+    object.__setattr__(self, "_hash", hash(key))
+  def __eq__(self, other) -> bool: return self is other or (type(other) is type(self) and self._key == other._key)
+  def __hash__(self) -> int: return self._hash
+  def __reduce__(self): return type(self), self._key  # rebuilt through __init__: string hashes differ between processes
   def __repr__(self) -> str: return f"dtypes.{self.name}"
   @property
   def scalar(self) -> DType: return self if self.count == 1 else getattr(dtypes, self.name[:-len(str(self.count))])
@@ -79,10 +86,10 @@ class dtypes(metaclass=_DTypesMeta):
 
 SCALARS = (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
            dtypes.fp8e4m3, dtypes.fp8e5m2, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
-FLOATS = (dtypes.fp8e4m3, dtypes.fp8e5m2, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
-UINTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
-SINTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
-INTS = UINTS + SINTS
+FLOATS = frozenset((dtypes.fp8e4m3, dtypes.fp8e5m2, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64))
+UINTS = frozenset((dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64))
+SINTS = frozenset((dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64))
+INTS = UINTS | SINTS
 # every spelling a user may pass: "float32", "float", "half", "int64", "long", ...
 DTYPES_BY_NAME: dict[str, DType] = {k: v for k, v in vars(dtypes).items() if isinstance(v, DType) and k != "void"}
 
