@@ -6,21 +6,16 @@ import os, statistics, sys, time
 import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-def bench_tg(bs: int, steps: int) -> tuple[float, float]:
+def tg_step(bs: int):
   from tg import Tensor
   from beautiful_mnist import Model, make_train_step
   rng = np.random.default_rng(0)
   X = Tensor(rng.integers(0, 256, (bs * 4, 1, 28, 28), dtype=np.uint8))
   Y = Tensor(rng.integers(0, 10, bs * 4).astype(np.int32))
   step = make_train_step(Model(), X, Y, bs)
-  times = []
-  for _ in range(steps + 2):
-    st = time.perf_counter()
-    step().item()
-    times.append(time.perf_counter() - st)
-  return times[0], statistics.median(times[2:])
+  return lambda: step().item()
 
-def bench_torch(bs: int, steps: int) -> tuple[float, float] | None:
+def torch_step(bs: int):
   try: import torch
   except ImportError: return None
   nn = torch.nn
@@ -31,24 +26,34 @@ def bench_torch(bs: int, steps: int) -> tuple[float, float] | None:
   rng = np.random.default_rng(0)
   X = torch.tensor(rng.integers(0, 256, (bs * 4, 1, 28, 28), dtype=np.uint8))
   Y = torch.tensor(rng.integers(0, 10, bs * 4), dtype=torch.long)
-  times = []
-  for _ in range(steps + 2):
-    st = time.perf_counter()
+  def step():
     samples = torch.randint(0, X.shape[0], (bs,))
     opt.zero_grad()
     loss = nn.functional.cross_entropy(model(X[samples].float()), Y[samples])
     loss.backward()
     opt.step()
-    loss.item()
-    times.append(time.perf_counter() - st)
-  return times[0], statistics.median(times[2:])
+    return loss.item()
+  return step
+
+def timed(fn) -> float:
+  st = time.perf_counter()
+  fn()
+  return time.perf_counter() - st
 
 if __name__ == "__main__":
   bs, steps = int(os.environ.get("BS", 512)), int(os.environ.get("STEPS", 10))
-  tg_first, tg_med = bench_tg(bs, steps)
-  ref = bench_torch(bs, steps)
-  print(f"beautiful_mnist training step, batch {bs}, median of {steps} steps after 2 warm-up steps")
+  steppers = {"tg": tg_step(bs), "PyTorch": torch_step(bs)}
+  times: dict[str, list[float]] = {name: [] for name, fn in steppers.items() if fn is not None}
+  timed_steps: dict[str, list[float]] = {name: [] for name in times}
+  for block in range(2):  # tg, PyTorch, tg, PyTorch: a drift in machine load hits both; each block warms up 2 steps
+    for name in times:
+      block_times = [timed(steppers[name]) for _ in range(steps // 2 + 2)]
+      times[name] += block_times
+      timed_steps[name] += block_times[2:]
+  med = {name: statistics.median(t) for name, t in timed_steps.items()}
+  print(f"beautiful_mnist training step, batch {bs}, median of {len(timed_steps['tg'])} steps (two blocks each, alternating, "
+        f"2 warm-up steps per block)")
   print(f"{'':10s} {'first step (s)':>15s} {'median step (ms)':>17s} {'torch/tg':>9s}")
-  print(f"{'tg':10s} {tg_first:15.2f} {tg_med * 1e3:17.1f} {'':>9s}")
-  if ref is None: print(f"{'PyTorch':10s} {'not installed':>15s}")
-  else: print(f"{'PyTorch':10s} {ref[0]:15.2f} {ref[1] * 1e3:17.1f} {ref[1] / tg_med:9.2f}x")
+  print(f"{'tg':10s} {times['tg'][0]:15.2f} {med['tg'] * 1e3:17.1f} {'':>9s}")
+  if "PyTorch" not in times: print(f"{'PyTorch':10s} {'not installed':>15s}")
+  else: print(f"{'PyTorch':10s} {times['PyTorch'][0]:15.2f} {med['PyTorch'] * 1e3:17.1f} {med['PyTorch'] / med['tg']:9.2f}x")
