@@ -98,13 +98,12 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
 
   # 1. the vector axis: the output or reduction axis, split into whole vectors, with the lowest cost per lane
   widths = [w for w in (16, 8, 4, 2) if w <= max(VECTOR_WIDTH, 4)]
-  candidates = [(_lane_cost(k, a, width), -width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
+  candidates = [(_lane_cost(k, a, width), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
                 for width in widths if k.full_shape[a] % width == 0]
-  best = min(candidates, default=None)
+  best = min(candidates, key=lambda c: (c[0], -c[1]), default=None)  # the cheapest, then the widest
   lanes = 1
   if best is not None and best[0] < min(_lane_cost(k, a, 1) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
     _, width, a = best
-    width = -width
     op = OptOps.UPCAST if k.axis_types[a] is AxisType.GLOBAL else OptOps.UNROLL
     splits = k.full_shape[a] != width
     if try_opt(Opt(op, a, width)) and try_opt(Opt(OptOps.VECTORIZE, a + 1 if splits else a, 0)): lanes = width

@@ -49,25 +49,27 @@ class ConvGrad:
     gw = compute_gradient(value, gt.uop, [w]).get(w)
     return gx.uop, gw
 
+def _cpu_lanes(t: Tensor) -> int:
+  """Float lanes of a vector register when `t` is a float tensor on a CPU device (whose kernels split their outer
+  loop across cores), else 0."""
+  from drivers.device import Device
+  if not isinstance(t.device, str) or not dtypes.is_float(t.dtype): return 0
+  renderer = Device[t.device].renderer
+  return getattr(renderer, "vector_width", 0) if getattr(renderer, "splits_across_cores", False) else 0
+
 def _channel_lanes(weight: Tensor, cout_per_group: int) -> bool:
   """Whether a convolution on a CPU should read its weight with output channels contiguous (a small copy), so that a
   whole vector of output channels is computed from one broadcast input value."""
-  from drivers.device import Device
-  if not isinstance(weight.device, str) or not dtypes.is_float(weight.dtype): return False
-  renderer = Device[weight.device].renderer
-  lanes = getattr(renderer, "vector_width", 0)
-  return bool(getattr(renderer, "splits_across_cores", False)) and cout_per_group % lanes == 0
+  return bool(lanes := _cpu_lanes(weight)) and cout_per_group % lanes == 0
 
 PANEL_MIN = 256  # matmuls with k and m at least this big read their right operand through packed panels
 
 def _panel_width(x: Tensor, w: Tensor) -> int:
   """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU)."""
-  from drivers.device import Device
-  if w.ndim != 2 or not isinstance(w.device, str) or not dtypes.is_float(w.dtype): return 0
+  lanes = _cpu_lanes(w)
+  if w.ndim != 2 or not lanes: return 0
   k, m = w.shape
-  renderer = Device[w.device].renderer
-  lanes = getattr(renderer, "vector_width", 0)
-  if not getattr(renderer, "splits_across_cores", False) or k < PANEL_MIN or m < PANEL_MIN or m % lanes: return 0
+  if k < PANEL_MIN or m < PANEL_MIN or m % lanes: return 0
   return lanes if x.numel() // k >= lanes else 0
 
 class ProcessingMixin:

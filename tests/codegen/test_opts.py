@@ -147,3 +147,32 @@ def test_two_processes_share_the_cache(cachedb):
   assert all(p.returncode == 0 for p in procs) and outs == [str(float(sum(range(64)) * k + 64)) for k in (2, 3, 4)]
   db = sqlite3.connect(cachedb)
   assert db.execute(f"SELECT COUNT(*) FROM compile_{diskcache.VERSION}").fetchone()[0] >= 2
+
+def test_cpu_convolution_computes_output_channels_as_vector_lanes():
+  """The weight is read with output channels contiguous (a copy made per call), so the heuristics vectorize them."""
+  lanes = Device["CPU"].renderer.vector_width
+  x, w = Tensor.rand(2, 3, 10, 10).realize(), Tensor.rand(2 * lanes, 3, 3, 3).realize()
+  (conv,) = [i for i in x.conv2d(w).schedule() if i.ast.op is Ops.SINK and any(u.op is Ops.REDUCE_AXIS for u in i.ast.toposort())]
+  k = Kernel(conv.ast, Device["CPU"].renderer)
+  weight = next(st for v, st in zip(k.views, k.sts) if v not in k.store_views and st.views[-1].strides[0] == 0 and st.views[-1].strides[1])
+  assert weight.views[-1].strides[1] == 1  # axes (batch, cout, cin, y, x, ky, kx)
+  spec = get_program(conv.ast, Device["CPU"].renderer)
+  assert spec.applied_opts[:2] == [Opt(OptOps.UPCAST, 1, lanes), Opt(OptOps.VECTORIZE, 2, 0)]
+  np.testing.assert_allclose(x.conv2d(w).numpy(), torch_free_conv(x.numpy(), w.numpy()), rtol=1e-5, atol=1e-5)
+
+def torch_free_conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+  win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))  # (b, cin, oy, ox, ky, kx)
+  return np.einsum("bcyxij,ocij->boyx", win, w)
+
+def test_stacked_views_are_unstacked_into_a_finer_iteration_space():
+  """A max-pool's backward reads the pooled values through a reshaped, permuted window: the kernel iterates over
+  (.., y/2, 2, x/2, 2) so that every load is one strided view."""
+  x = Tensor.rand(2, 3, 8, 8).realize()
+  pooled = x.max_pool2d(2).realize()
+  up = pooled.reshape(2, 3, 4, 1, 4, 1).expand(2, 3, 4, 2, 4, 2).reshape(2, 3, 8, 8)
+  (item,) = [i for i in (x.eq(up) * x).schedule() if i.ast.op is Ops.SINK]
+  assert any(len(u.arg.views) > 1 for u in item.ast.toposort() if u.op is Ops.VIEW)  # as scheduled: stacked
+  k = Kernel(item.ast, Device["CPU"].renderer)
+  assert all(len(st.views) == 1 for st in k.sts) and k.full_shape == (24, 2, 4, 2)
+  xn, pn = x.numpy(), pooled.numpy()
+  np.testing.assert_array_equal((x.eq(up) * x).numpy(), (xn == pn.repeat(2, 2).repeat(2, 3)) * xn)
