@@ -143,3 +143,14 @@ def test_tensor_core_kernels_assemble(arch):
   spec = get_program(item.ast, PTXRenderer(arch), [Opt(OptOps.TC, 0, 0), Opt(OptOps.UPCAST, 2, 3 if arch == "sm_90a" else 2)])
   assert ("wgmma" in spec.src) == (arch == "sm_90a")
   assert PTXCompiler(arch).compile(spec.src)[:4] == b"\x7fELF"
+
+def test_beam_offers_tensor_cores_as_a_first_action(hopper):
+  from codegen.search import candidate_actions
+  a, b = operands(dtypes.half, (128, 32), (32, 64))
+  (item,) = [i for i in (a @ b).schedule() if i.ast.op is Ops.SINK]
+  k = Kernel(item.ast, hopper.renderer)
+  tc = [o for o in candidate_actions(k) if o.op is OptOps.TC]
+  assert tc == [Opt(OptOps.TC, i, 0) for i in range(len(k.tensor_core_matches()))] and tc
+  with Context(TC=0): assert not any(o.op is OptOps.TC for o in candidate_actions(k))
+  k.apply_opt(Opt(OptOps.UPCAST, 0, 2))
+  assert not any(o.op is OptOps.TC for o in candidate_actions(k))
