@@ -1,6 +1,7 @@
 """The CPU device: kernels rendered as LLVM IR, compiled in-process by llvmlite, loaded from the object file, and
 called through cffi with the first global loop split across a thread pool."""
 from __future__ import annotations
+import threading
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from ir.switches import DEV, NUM_CPU_THREADS
@@ -14,6 +15,7 @@ from drivers.elf import LoadedImage
 from drivers.system import ffi
 
 MIN_WORK_PER_THREAD = 1 << 14  # loop iterations x inner work below which another thread costs more than it saves
+CHUNKS_PER_THREAD = 4
 
 class CPUProgram(HCQProgram):
   """A compiled kernel `void name(bufs..., int32 vars..., int32 core_start, int32 core_end)`."""
@@ -32,10 +34,17 @@ class CPUProgram(HCQProgram):
     """Run iterations [0, n) of the outer loop, split across threads when there is enough work."""
     threads = max(1, min(NUM_CPU_THREADS.value, n, n * self.work_per_iteration // MIN_WORK_PER_THREAD))
     if threads == 1: return self.fn(*args, 0, n)
-    bounds = [n * i // threads for i in range(threads + 1)]
+    chunks = min(n, threads * CHUNKS_PER_THREAD)  # taken in turn, so a thread that gets interrupted takes fewer
+    bounds = [n * i // chunks for i in range(chunks + 1)]
+    todo, lock = iter(zip(bounds, bounds[1:])), threading.Lock()
+    def work() -> None:
+      while True:
+        with lock: chunk = next(todo, None)
+        if chunk is None: return
+        self.fn(*args, *chunk)
     pool = self.dev.pool(threads)
-    futures = [pool.submit(self.fn, *args, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    self.fn(*args, bounds[0], bounds[1])
+    futures = [pool.submit(work) for _ in range(threads - 1)]
+    work()
     for f in futures: f.result()
 
 class CPUDevice(HCQCompiled):
