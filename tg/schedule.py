@@ -21,8 +21,10 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 # an elementwise node that a broadcast makes every consumer recompute many times is stored once when it costs this much
 EXPENSIVE_ALU_OPS = 8
-# reductions of at least this many elements per output (and this many in all) are split in two kernels
-SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 4, 1 << 22
+# reductions over at least SPLIT_MIN_REDUCE elements per output, and over at least SPLIT_MIN_RATIO times as many
+# elements as there are outputs, are split in two kernels (up to SPLIT_MAX_OUTPUT partial results); a convolution's
+# weight gradient qualifies: a chunk of the batch then stays in cache while every output reads it
+SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 0.25, 1 << 22
 
 @dataclass
 class ScheduleItem:
