@@ -77,6 +77,7 @@ class Lowerer:
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
+    self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
 
   def _combos(self, *types: AxisType, skip: int | None = None) -> list[dict[int, UOp]]:
@@ -195,14 +196,15 @@ class Lowerer:
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
     unrolls = self._combos(AxisType.UNROLL, skip=self.vec_axis if self.vec_is_reduce else None)
     if k.tensor_core is not None: self._tensor_core_reduce(idxs, tiles, unrolls)
-    for r in k.reduceops if k.tensor_core is None else ():
-      for tile in tiles:
-        acc = self.accs[(r, self._tile_key(tile))]
-        total = UOp(Ops.LOAD, acc.dtype, (acc,))
-        for unroll in unrolls:
-          lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
-          total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
-        b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
+    else:
+      for r in k.reduceops:
+        for tile in tiles:
+          acc = self.accs[(r, self._tile_key(tile))]
+          total = UOp(Ops.LOAD, acc.dtype, (acc,))
+          for unroll in unrolls:
+            lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
+            total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
+          b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
     b.close_scope()
 
@@ -215,8 +217,7 @@ class Lowerer:
   def _tc_at(self, idxs: list[UOp], fixed: dict[int, UOp], places: dict[AxisType, UOp]) -> tuple[UOp, ...]:
     """The index of one operand element: `fixed` axes, and each tensor-core axis at its place (0 where unused)."""
     zero = UOp.const(self.idx_dtype, 0)
-    tc_axes = {t: self.k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)}
-    return self._at(idxs, {**fixed, **{a: places.get(t, zero) for t, a in tc_axes.items()}})
+    return self._at(idxs, {**fixed, **{a: places.get(t, zero) for t, a in self.tc_axes.items()}})
 
   def _tc_fragment(self, operand: UOp, idxs: list[UOp], fixed: dict[int, UOp], tile: dict[int, UOp], layout,
                    row_type: AxisType, col_type: AxisType) -> UOp:
@@ -277,7 +278,7 @@ class Lowerer:
   def _store_tensor_core_tile(self, store: UOp, idxs: list[UOp], tile: dict[int, UOp]) -> None:
     """Store one tile of results: each lane holds the output elements at the accumulator layout's places."""
     buf, view, value = store.src
-    (m,), (n,) = self.k.axes_of(AxisType.TC_M), self.k.axes_of(AxisType.TC_N)
+    m, n = self.tc_axes[AxisType.TC_M], self.tc_axes[AxisType.TC_N]
     for elem, (row, col) in enumerate(self.k.tensor_core.c):
       at = self._at(idxs, {**tile, m: self._tc_place(row), n: self._tc_place(col)}, post_reduce=True)
       idx, valid = self._index(view, at)

@@ -164,12 +164,12 @@ class _Kernel:
       regs = [self.reg("b32") for _ in range(len(bits) // 2)]
       for i, r in enumerate(regs): self.emit(f"mov.b32 {r}, {{{bits[2 * i]}, {bits[2 * i + 1]}}}")
       return "{" + ", ".join(regs) + "}"
-    out = [self.reg("f32") for _ in range(u.dtype.count)]
     if tc.instruction == "mma":
+      out = [self.reg("f32") for _ in range(u.dtype.count)]
       c = ", ".join(self.ref(acc, i) for i in range(acc.dtype.count))
       self.emit(f"mma.sync.aligned.{tc.shape}.row.col.f32.{half}.{half}.f32 {{{', '.join(out)}}}, {packed(a)}, {packed(u.src[1])}, {{{c}}}")
       return out
-    for i, r in enumerate(out): self.emit(f"mov.f32 {r}, {self.ref(acc, i)}")
+    out = self.copy_lanes(acc, u.dtype)  # wgmma accumulates in place
     desc = self.reg("b64")
     lbo, sbo = tc.b_strides
     self.emit(f"add.s64 {desc}, {self.ref(u.src[1])}, {u.src[3].arg}")
