@@ -797,7 +797,7 @@ def _d_wgmma(ctx: _Ctx, op: str, mods: list[str], ops: list[str]):
       sel = groups[:, 32 * warp:32 * warp + 32].reshape(-1)
       for j, (wr, r) in enumerate(zip(wd, rd)):
         row, col = _MMA_C[j % 4][0] + 16 * warp, _MMA_C[j % 4][1] + 8 * (j // 4)
-        c = np.asarray(r(st.R, sel), np.float64).reshape(-1, 32) * keep[:, None]
+        c = np.where(keep[:, None], np.asarray(r(st.R, sel), np.float64).reshape(-1, 32), 0.0)  # scale-d 0: D's old value unread
         wr(st.R, sel, (D[:, row, col] + c).astype(np.float32).reshape(-1))
   return _OP, run
 

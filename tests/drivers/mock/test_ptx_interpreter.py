@@ -838,7 +838,7 @@ def test_mma_refuses_a_partial_warp():
 
 def wgmma_kernel(half: str) -> str:
   """One warpgroup per block: lanes load their A fragments, the first 32 lanes copy the block's 512-byte B blob into
-  shared memory, then D = A @ B (scale-d 0: D's old value, 1.0, is ignored) with the descriptor's LBO/SBO from `layout`."""
+  shared memory, then D = A @ B (scale-d 0: D's old value, NaN, is ignored) with the descriptor's LBO/SBO from `layout`."""
   return kernel(f"wgmma_{half}", f"""
 .visible .entry wgmma_{half}(.param .u64 a, .param .u64 b, .param .u64 d, .param .u64 layout)
 {{
@@ -874,7 +874,7 @@ $copied:
   shr.u64 %rd9, %rd9, 4;
   and.b64 %rd9, %rd9, 16383;
   or.b64 %rd9, %rd9, %rd4;
-  mov.f32 %f0, 0f3F800000;
+  mov.f32 %f0, 0f7FC00000;
   mov.f32 %f1, %f0;
   mov.f32 %f2, %f0;
   mov.f32 %f3, %f0;
