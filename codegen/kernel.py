@@ -176,7 +176,7 @@ class Kernel:
 
   def tensor_core_matches(self) -> list[TensorCoreMatch]:
     """The ways this kernel's reduction maps onto the target's tensor cores, innermost axes first."""
-    if len(self.reduceops) != 1 or self.reduceops[0].arg[0] is not Ops.ADD: return []
+    if not self.tensor_cores or len(self.reduceops) != 1 or self.reduceops[0].arg[0] is not Ops.ADD: return []
     r = self.reduceops[0]
     src = r.src[0]
     if src.op is Ops.CAST and src.src[0].op is Ops.MUL: operands = src.src[0].src      # cast(a * b)
