@@ -4,9 +4,11 @@ Every node that must exist in memory (requested outputs, reductions, CONTIGUOUS,
 that would otherwise be recomputed many times under a broadcast) becomes a kernel root. A kernel is built by pushing
 the root's view down through elementwise ops to the loads of other roots and buffers, so a chain of elementwise ops
 is one kernel and elementwise work before a reduction runs inside it. A reduction whose only consumer kernel reads it
-through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too."""
+through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too.
+Before any of this, factors that don't vary along a sum's axes move out of it (so equal sums meet as one node), and big
+reductions are split in two kernels."""
 from __future__ import annotations
-import sys
+import functools, operator, sys
 from dataclasses import dataclass, field
 from ir.dtype import dtypes
 from ir.helpers import prod
@@ -25,6 +27,8 @@ EXPENSIVE_ALU_OPS = 8
 # elements as there are outputs, are split in two kernels (up to SPLIT_MAX_OUTPUT partial results); a convolution's
 # weight gradient qualifies: a chunk of the batch then stays in cache while every output reads it
 SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 0.25, 1 << 22
+# a product tree is split into at most this many factors when constants are pulled out of a sum (x*x*x*... shares nodes)
+MAX_FACTORS = 32
 
 @dataclass
 class ScheduleItem:
@@ -81,18 +85,60 @@ def split_reduce(u: UOp) -> UOp | None:
   first = UOp(Ops.CONTIGUOUS, u.dtype, (x2.r(op, new_axes),))
   return first.r(op, (a,)).reshape(u.shape)
 
-def _split_reductions(targets: list[UOp]) -> tuple[list[UOp], dict[UOp, UOp]]:
-  """The targets with every big reduction split; {original node: its replacement} for nodes that changed."""
+def _split(u: UOp) -> UOp: return (split_reduce(u) or u) if SPLIT_REDUCEOP and u.op is Ops.REDUCE_AXIS else u
+
+def _invariant(u: UOp, axes: tuple[int, ...], memo: dict[UOp, UOp | None]) -> UOp | None:
+  """u with size 1 along `axes` when it doesn't vary along them (a broadcast, or elementwise math on broadcasts)."""
+  if u not in memo:
+    memo[u] = None
+    if u.op is Ops.EXPAND and all(u.src[0].shape[a] == 1 for a in axes):
+      memo[u] = u.src[0].expand(tuple(1 if i in axes else s for i, s in enumerate(u.shape)))
+    elif u.op in ELEMENTWISE:
+      src: list[UOp] = []
+      for s in u.src:
+        if (small := _invariant(s, axes, memo)) is None: return None
+        src.append(small)
+      memo[u] = UOp(u.op, u.dtype, tuple(src), u.arg)
+  return memo[u]
+
+def _factors(u: UOp) -> tuple[list[UOp], bool]:
+  """The factors of a product tree (through MUL and NEG) and whether the product is negated."""
+  factors, negated, stack = [], False, [u]
+  while stack:
+    n = stack.pop()
+    if n.op is Ops.MUL and len(stack) + len(factors) < MAX_FACTORS: stack += reversed(n.src)
+    elif n.op is Ops.NEG: stack.append(n.src[0]); negated = not negated
+    else: factors.append(n)
+  return factors, negated
+
+def factor_sum(u: UOp) -> UOp | None:
+  """sum(a * c) as c * sum(a) when c doesn't vary along the summed axes: the sums of a normalization's backward pass
+  (sum(g * w * (x - mean)), sum(g * invstd * (x - mean)), ...) then become the same node, computed once."""
+  op, axes = u.arg
+  if op is not Ops.ADD: return None
+  factors, negated = _factors(u.src[0])
+  memo: dict[UOp, UOp | None] = {}
+  small = [_invariant(f, axes, memo) for f in factors]
+  varying = [f for f, s in zip(factors, small) if s is None]
+  if not varying or len(varying) == len(factors) and not negated: return None
+  out = _split(functools.reduce(operator.mul, varying).r(Ops.ADD, axes))
+  for s in small:
+    if s is not None: out = out * s
+  return -out if negated else out
+
+def _rewrite_reductions(targets: list[UOp]) -> tuple[list[UOp], dict[UOp, UOp]]:
+  """The targets with constant factors pulled out of float sums and every big reduction split; {original node: its
+  replacement} for nodes that changed."""
   new: dict[UOp, UOp] = {}
   for n in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]:
     src = tuple(new[x] for x in n.src)
     rebuilt = n if all(a is b for a, b in zip(src, n.src)) else UOp(n.op, n.dtype, src, n.arg)
-    new[n] = (split_reduce(rebuilt) or rebuilt) if n.op is Ops.REDUCE_AXIS and SPLIT_REDUCEOP and dtypes.is_float(n.dtype) else rebuilt
+    new[n] = (factor_sum(rebuilt) or _split(rebuilt)) if rebuilt.op is Ops.REDUCE_AXIS and dtypes.is_float(n.dtype) else rebuilt
   return [new[t] for t in targets], {k: v for k, v in new.items() if k is not v}
 
 class Scheduler:
   def __init__(self, targets: list[UOp]):
-    targets, self.replaced = _split_reductions(targets)
+    targets, self.replaced = _rewrite_reductions(targets)
     self.targets = targets
     self.order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]
     self.devices: dict[UOp, str] = {}

@@ -7,6 +7,9 @@ from tg.schedule_cache import stats
 def kernels(*ts: Tensor) -> int:
   return sum(1 for item in ts[0].schedule(*ts[1:]) if item.ast.op.name == "SINK")
 
+def sums(*ts: Tensor) -> int:
+  return sum(1 for item in ts[0].schedule(*ts[1:]) if any(u.op.name == "REDUCE_AXIS" for u in item.ast.toposort()))
+
 def rnd(*shape): return Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
 
 def test_elementwise_chain_is_one_kernel():
@@ -94,3 +97,26 @@ def test_zero_size_tensors():
   z = Tensor.zeros(0, 3) + 1
   assert z.numpy().shape == (0, 3) and kernels(z) == 0
   assert Tensor.ones(0).sum().item() == 0
+
+def test_constant_factors_leave_sums_so_equal_sums_are_computed_once():
+  x, g, w, v = rnd(4, 8, 5), rnd(4, 8, 5), rnd(1, 8, 1), rnd(1, 8, 1)
+  by_w, by_v = (g * w * x).sum((0, 2)), -((g * x) * (v * 2)).sum((0, 2))
+  assert sums(by_w, by_v) == 1  # both are sum(g * x) times a per-channel factor
+  ref = (g.numpy() * x.numpy()).sum((0, 2))
+  np.testing.assert_allclose(by_w.numpy(), ref * w.numpy().ravel(), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(by_v.numpy(), -ref * 2 * v.numpy().ravel(), rtol=1e-5, atol=1e-5)
+
+def test_batchnorm_backward_sums_each_statistic_once():
+  from tg import nn
+  x, g = rnd(8, 4, 6, 6).requires_grad_(True), rnd(8, 4, 6, 6)
+  bn = nn.BatchNorm(4)
+  with Context(TRAINING=1): (bn(x) * g).sum().backward()
+  # sum(g), sum(g * (x - mean)) and, for the forward, sum(x) and sum((x - mean)^2); dx is elementwise
+  assert sums(x.grad, bn.weight.grad, bn.bias.grad) == 4
+  xs, gs = x.numpy(), g.numpy()
+  mean, var = xs.mean((0, 2, 3), keepdims=True), xs.var((0, 2, 3), keepdims=True)
+  xhat = (xs - mean) / np.sqrt(var + 1e-5)
+  dx = (gs - gs.mean((0, 2, 3), keepdims=True) - xhat * (gs * xhat).mean((0, 2, 3), keepdims=True)) / np.sqrt(var + 1e-5)
+  np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(bn.weight.grad.numpy(), (gs * xhat).sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(bn.bias.grad.numpy(), gs.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)

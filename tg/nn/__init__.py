@@ -23,7 +23,8 @@ class BatchNorm:
   def calc_stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
     axes = tuple(a for a in range(x.ndim) if a != 1)
     mean = x.mean(axes)
-    var = ((x - mean.reshape(1, -1, *[1] * (x.ndim - 2))) ** 2).mean(axes)
+    # var's gradient through mean is 2*mean(x - mean) = 0, so it is left out rather than computed as one more sum
+    var = ((x - mean.detach().reshape(1, -1, *[1] * (x.ndim - 2))) ** 2).mean(axes)
     return mean, var
 
   def __call__(self, x: Tensor) -> Tensor:
