@@ -30,10 +30,10 @@ def _load_strides(k: Kernel, axis: int) -> list[int | None]:
   return [st.views[-1].strides[axis] if len(st.views) == 1 else None for st in _loads(k)]
 
 def _window_reuse(k: Kernel, axis: int) -> int:
-  """Loads that slide along `axis` as they do along the short innermost reduction (which step 4 unrolls), like a
+  """Loads that slide along `axis` as they do along the innermost reduction (which step 4 unrolls), like a
   convolution's input along its window: neighbouring positions of a tile along `axis` read the same values."""
   reduces = k.axes_of(AxisType.REDUCE)
-  if not reduces or k.full_shape[reduces[-1]] > MAX_UNROLL: return 0
+  if not reduces: return 0
   strides = [st.views[-1].strides for st in _loads(k) if len(st.views) == 1]
   return sum(1 for s in strides if s[axis] != 0 and s[axis] == s[reduces[-1]])
 
@@ -141,13 +141,15 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
 
   if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
 
-  # 4. unroll the innermost non-vector reduction when it is short
+  # 4. unroll the innermost non-vector reduction: whole when it is short, else by 2, or by 4 when the register tile
+  # slides along it (each step then loads only the values entering the window)
   reduces = [a for a in k.axes_of(AxisType.REDUCE)]
   if reduces:
     a = reduces[-1]
     size = k.full_shape[a]
+    slides = any(_window_reuse(k, u) for u in k.axes_of(AxisType.UPCAST))
     if size <= MAX_UNROLL: try_opt(Opt(OptOps.UNROLL, a, 0))
-    elif size % 2 == 0: try_opt(Opt(OptOps.UNROLL, a, 2))
+    elif (amt := next((d for d in ((4, 2) if slides else (2,)) if size % d == 0), None)): try_opt(Opt(OptOps.UNROLL, a, amt))
   return applied
 
 def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:

@@ -176,3 +176,15 @@ def test_stacked_views_are_unstacked_into_a_finer_iteration_space():
   assert all(len(st.views) == 1 for st in k.sts) and k.full_shape == (24, 2, 4, 2)
   xn, pn = x.numpy(), pooled.numpy()
   np.testing.assert_array_equal((x.eq(up) * x).numpy(), (xn == pn.repeat(2, 2).repeat(2, 3)) * xn)
+
+def test_weight_gradient_tile_slides_along_the_kernel_window():
+  """A convolution's weight gradient sums over output positions (16 along x, too long to unroll whole): the register
+  tile spans the 5 kernel columns, and x is unrolled by 4, so each step loads only the input values entering the tile."""
+  lanes = Device["CPU"].renderer.vector_width
+  x, w = Tensor.rand(4, 8, 20, 20).realize(), Tensor.rand(2 * lanes, 8, 5, 5, requires_grad=True).realize()
+  x.conv2d(w).sum().backward()
+  (item,) = [i for i in w.grad.schedule() if i.ast.op is Ops.SINK and any(u.op is Ops.REDUCE_AXIS for u in i.ast.toposort())]
+  opts = get_program(item.ast, Device["CPU"].renderer).applied_opts
+  assert Opt(OptOps.UPCAST, 7, 5) in opts and Opt(OptOps.UNROLL, 5, 4) in opts  # axes (b, o/lanes, lanes, c, y, x, ky, kx)
+  windows = np.lib.stride_tricks.sliding_window_view(x.numpy(), (16, 16), axis=(2, 3))  # (b, c, ky, kx, y, x)
+  np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(windows.sum((0, 4, 5)), w.shape), rtol=1e-5)
