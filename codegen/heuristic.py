@@ -112,7 +112,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
   # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile) or
   # slides over the window of an unrolled reduction (loaded once for several tile positions)
   while True:
-    accumulators = tile() // (lanes if vec_is_output else 1)
+    accumulators = tile() // (lanes if vec_is_output else 1) * max(len(k.reduceops), 1)
     choice = None
     for a in k.axes_of(AxisType.GLOBAL):
       reuse = sum(s == 0 for s in _load_strides(k, a)) + _window_reuse(k, a)

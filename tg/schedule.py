@@ -213,7 +213,7 @@ class Scheduler:
     self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
     for old, new in self.replaced.items():  # nodes of the caller's graph that were rewritten (split reductions)
       if new in self.becomes: self.becomes[old] = self.becomes[new]
-    return _order(self.items), self.becomes, self.var_vals
+    return _order(_merge_sibling_reductions(self.items)), self.becomes, self.var_vals
 
   def _schedule_root(self, u: UOp) -> None:
     if prod(u.shape) == 0 and u.op is not Ops.ASSIGN:
@@ -354,17 +354,59 @@ def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
   e.ast, e.bufs = _renumber(e.ast, {old: new for new, old in enumerate(used)}), [bufs[i] for i in used]
   return True
 
+def _outputs(item: ScheduleItem) -> list[Buffer]: return item.bufs[:len(item.ast.src)] if item.ast.op is Ops.SINK else item.bufs[:1]
+
+def _sibling_key(item: ScheduleItem) -> tuple | None:
+  """What two reductions must share to run as one kernel: device, iteration space, reduced axes and output view."""
+  if item.ast.op is not Ops.SINK or len(item.ast.src) != 1 or item.writes_version: return None
+  store = item.ast.src[0]
+  red = store.src[2]
+  if red.op is not Ops.REDUCE_AXIS: return None
+  space = next(v.arg.shape for v in red.toposort() if v.op is Ops.VIEW)
+  return (item.bufs[0].device, space, red.arg[1], store.src[1].arg)
+
+def _merge_sibling_reductions(items: list[ScheduleItem]) -> list[ScheduleItem]:
+  """Reductions over the same iteration space that read a common buffer, neither needing the other, become one kernel
+  with a store for each: the loads and elementwise work they share are done once (a normalization's backward sums)."""
+  while (pair := _siblings(items)) is not None:
+    first, second = pair
+    bufs = [first.bufs[0], second.bufs[0]] + list(dict.fromkeys(first.bufs[1:] + second.bufs[1:]))
+    stores = tuple(_renumber(it.ast, {i: bufs.index(b) for i, b in enumerate(it.bufs)}).src[0] for it in pair)
+    reads = {b: max(first.reads.get(b, 0), second.reads.get(b, 0)) for b in {**first.reads, **second.reads}}
+    items[items.index(first)] = ScheduleItem(UOp(Ops.SINK, dtypes.void, stores), bufs, {**first.var_vals, **second.var_vals}, reads=reads)
+    items.remove(second)
+  return items
+
+def _siblings(items: list[ScheduleItem]) -> tuple[ScheduleItem, ScheduleItem] | None:
+  """Two reductions that can share a kernel, if any."""
+  by_key: dict[tuple, list[ScheduleItem]] = {}
+  for it in items:
+    if (key := _sibling_key(it)) is not None: by_key.setdefault(key, []).append(it)
+  groups = [g for g in by_key.values() if len(g) > 1]
+  if not groups: return None
+  deps = _dependencies(items)
+  def needs(a: ScheduleItem, b: ScheduleItem) -> bool:  # must b run before a (directly or through other kernels)?
+    seen, stack = set(), [id(a)]
+    while stack:
+      if (i := stack.pop()) == id(b): return True
+      if i not in seen: seen.add(i); stack += deps[i]
+    return False
+  for group in groups:
+    for i, a in enumerate(group):
+      for b in group[i + 1:]:
+        if set(a.bufs[1:]) & set(b.bufs[1:]) and not needs(a, b) and not needs(b, a): return a, b
+  return None
+
 def _renumber(ast: UOp, new_index: dict[int, int]) -> UOp:
   return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype, (), new_index[g.arg]) for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL})
 
-def _order(items: list[ScheduleItem]) -> list[ScheduleItem]:
-  """A run order: a kernel reading version v of a buffer runs after the write that made version v and before the
-  ASSIGN that makes version v+1; fresh buffers are read after they are written."""
+def _dependencies(items: list[ScheduleItem]) -> dict[int, set[int]]:
+  """{id(item): ids of the items that must run before it}: a kernel reading version v of a buffer runs after the write
+  that made version v and before the ASSIGN that makes version v+1; fresh buffers are read after they are written."""
   deps: dict[int, set[int]] = {id(it): set() for it in items}
   for a in items:
-    for b in items:
-      if a is b or a.bufs[0] not in b.bufs: continue
-      out = a.bufs[0]
+    for b, out in ((b, out) for out in _outputs(a) for b in items):
+      if a is b or out not in b.bufs: continue
       if b.writes_version and b.bufs[0] is out:
         if a.writes_version and a.writes_version < b.writes_version: deps[id(b)].add(id(a))
         if not a.writes_version and out not in b.reads: deps[id(b)].add(id(a))
@@ -372,6 +414,11 @@ def _order(items: list[ScheduleItem]) -> list[ScheduleItem]:
       if out not in b.reads: continue
       if not a.writes_version or b.reads[out] >= a.writes_version: deps[id(b)].add(id(a))
       else: deps[id(a)].add(id(b))
+  return deps
+
+def _order(items: list[ScheduleItem]) -> list[ScheduleItem]:
+  """The items in an order that respects their dependencies."""
+  deps = _dependencies(items)
   done: set[int] = set()
   ordered: list[ScheduleItem] = []
   pending = list(items)

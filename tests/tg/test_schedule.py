@@ -111,8 +111,8 @@ def test_batchnorm_backward_sums_each_statistic_once():
   x, g = rnd(8, 4, 6, 6).requires_grad_(True), rnd(8, 4, 6, 6)
   bn = nn.BatchNorm(4)
   with Context(TRAINING=1): (bn(x) * g).sum().backward()
-  # sum(g), sum(g * (x - mean)) and, for the forward, sum(x) and sum((x - mean)^2); dx is elementwise
-  assert sums(x.grad, bn.weight.grad, bn.bias.grad) == 4
+  # forward: sum(x), then sum((x - mean)^2); backward: sum(g) and sum(g * (x - mean)) in one kernel; dx is elementwise
+  assert sums(x.grad, bn.weight.grad, bn.bias.grad) == 3
   xs, gs = x.numpy(), g.numpy()
   mean, var = xs.mean((0, 2, 3), keepdims=True), xs.var((0, 2, 3), keepdims=True)
   xhat = (xs - mean) / np.sqrt(var + 1e-5)
@@ -120,3 +120,15 @@ def test_batchnorm_backward_sums_each_statistic_once():
   np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(bn.weight.grad.numpy(), (gs * xhat).sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(bn.bias.grad.numpy(), gs.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+
+def test_sibling_reductions_share_one_kernel_unless_one_needs_the_other():
+  x, y = rnd(16, 32), rnd(16, 32)
+  a, b = (x * y).sum(1), (x + y).max(1)
+  (item,) = [i for i in Tensor.schedule(a, b) if i.ast.op.name == "SINK"]
+  assert len(item.ast.src) == 2  # one kernel, two stores
+  np.testing.assert_allclose(a.numpy(), (x.numpy() * y.numpy()).sum(1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(b.numpy(), (x.numpy() + y.numpy()).max(1), rtol=1e-6)
+  mean = x.mean(1, keepdim=True)
+  assert sums(mean, ((x - mean) ** 2).sum(1)) == 2  # the second sum reads the first
+  other = rnd(16, 32)
+  assert sums(x.sum(1), other.sum(1)) == 2  # nothing read in common: nothing to share
