@@ -42,8 +42,10 @@ class CPUProgram(HCQProgram):
         with lock: chunk = next(todo, None)
         if chunk is None: return
         self.fn(*args, *chunk)
-    pool = self.dev.pool(threads)
-    futures = [pool.submit(work) for _ in range(threads - 1)]
+    pool, futures = self.dev.pool(threads), []
+    try:
+      for _ in range(threads - 1): futures.append(pool.submit(work))
+    except RuntimeError: pass  # the interpreter is exiting and the pool takes no more work: this thread does the rest
     work()
     for f in futures: f.result()
 

@@ -93,7 +93,8 @@ class LoadedImage:
         else: raise ElfError(f"unsupported x86-64 relocation type {kind} in section {target.name}")
     del mem
     system.mprotect(self.base, self.size, system.PROT_READ | system.PROT_EXEC)
-    weakref.finalize(self, system.munmap, self.base, self.size)  # runs at exit too, while modules are still alive
+    # not at exit: a kernel may still be running on the compute engine's thread then (the OS unmaps it anyway)
+    weakref.finalize(self, system.munmap, self.base, self.size).atexit = False
     self.symbols = {sym_name(s[0]): self.base + placed[s[3]] + s[4] for s in syms if s[3] in placed and s[0]}
 
 def _fits32(x: int) -> int:

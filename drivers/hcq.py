@@ -104,13 +104,19 @@ class SoftwareEngine:
     self.dev, self.name = dev, name
     self.pending: queue.Queue = queue.Queue(maxsize=depth)
     threading.Thread(target=self._loop, name=f"tg-{dev.device}-{name}", daemon=True).start()
+    atexit.register(self.drain)  # a kernel still running while the interpreter frees its buffers would crash it
   def submit(self, words: list[Any]) -> None: self.pending.put(words)
+  def drain(self, timeout: float = 30.0) -> None:
+    """Wait, at most `timeout` seconds, until every submitted command list has run."""
+    with self.pending.all_tasks_done:
+      self.pending.all_tasks_done.wait_for(lambda: not self.pending.unfinished_tasks, timeout)
   def _loop(self) -> None:
     while True:
       words = self.pending.get()
       try: self._run(words)
       except Exception as e:  # a failed command list stops here; the device reports it at its next synchronize
         self.dev.error = f"{self.dev.device} {self.name} engine: {type(e).__name__}: {e}"
+      finally: self.pending.task_done()
   def _run(self, words: list[Any]) -> None:
     i = 0
     while i < len(words):

@@ -1,7 +1,7 @@
 """The HCQ machinery on the software engines of CPU and PYTHON (and on the default device when it is another HCQ
 device, e.g. NV under DEV=MOCK+NV): queue ordering, copies, patching, timeouts,
 timestamps, bounded submission, PROFILE, and a TinyJit replay as one command buffer."""
-import threading, time
+import os, subprocess, sys, threading, time
 import numpy as np
 import pytest
 from ir.dtype import dtypes
@@ -10,6 +10,7 @@ from ir.switches import Context
 from drivers.device import Buffer, Device
 from drivers.hcq import HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOFTWARE = ["CPU", "PYTHON"]
 DEVICES = SOFTWARE + [d for d in [Device.DEFAULT] if d not in SOFTWARE]  # with DEV=MOCK+NV the NV driver runs them too
 
@@ -171,3 +172,14 @@ def test_failed_graph_submit_gives_back_the_timeline_value(monkeypatch):
   dev.synchronize(timeout_ms=5000)
   assert time.perf_counter() - start < 1, "no timeline value is left waiting for a submit that never happened"
   assert step(x).tolist() == [4.0] * 8
+
+def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
+  """The interpreter exits right after queueing a long single-threaded kernel: exit waits for the compute engine
+  instead of unmapping the kernel's code (or freeing its buffers) under it."""
+  script = tmp_path / "exit_during_kernel.py"
+  script.write_text("from tg import Tensor\nx = Tensor.ones(3072, 3072).contiguous().realize()\n"
+                    "y = (x @ x).realize()  # queued; not waited for\n")
+  env = {**os.environ, "NUM_CPU_THREADS": "1", "PYTHONPATH": ROOT}
+  for _ in range(2):
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
