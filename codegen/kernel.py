@@ -52,6 +52,20 @@ class Opt:
 
 class KernelOptError(ValueError): pass
 
+def _boundaries(shape) -> set[int]:
+  """The flat offsets at which the axes of a row-major `shape` begin to repeat."""
+  return {prod(shape[i:]) for i in range(len(shape) + 1)}
+
+def _crossings(outer, inner_shape) -> set[int]:
+  """Flat offsets (in `outer`'s iteration order) where one of its axes, walking with its stride through the row-major
+  index space of `inner_shape`, steps from one axis of that shape to the next."""
+  marks = set()
+  for a, (size, stride) in enumerate(zip(outer.shape, outer.strides)):
+    if stride <= 0: continue
+    for b in _boundaries(inner_shape):
+      if b % stride == 0 and 1 < b // stride < size and size % (b // stride) == 0: marks.add(prod(outer.shape[a + 1:]) * (b // stride))
+  return marks
+
 VECTOR_SIZES = (2, 4, 8, 16)
 
 class Kernel:
@@ -106,23 +120,23 @@ class Kernel:
 
   def _unstack_views(self) -> None:
     """Iterate over a finer shape where that turns stacked views into single ones (a pool's window reshaped and
-    permuted, say): each load then indexes with strides instead of a chain of divisions. The finer shape has every
-    axis boundary of every view (it exists when the boundaries' sizes divide each other); views after a reduction
-    keep size 1 on the pieces of reduced axes."""
-    size = prod(self.full_shape)
-    def boundaries(shape) -> set[int]: return {prod(shape[i:]) for i in range(len(shape) + 1)}
-    marks = boundaries(self.full_shape)
-    for st in self.sts: marks |= {m for v in st.views[:-1] if v.size == size for m in boundaries(v.shape)}
-    chain = sorted(marks)
-    if len(chain) == len(boundaries(self.full_shape)) or 0 in chain or any(b % a for a, b in zip(chain, chain[1:])): return
-    groups, inner = [], 1  # each axis's pieces, outermost first
-    for s in reversed(self.full_shape):
-      cuts = [m for m in chain if inner <= m <= inner * s]
-      groups.insert(0, tuple(b // a for a, b in zip(cuts, cuts[1:]))[::-1])
-      inner *= s
-    def finer(shape) -> tuple[int, ...]: return tuple(p if n == full else 1 for n, full, g in zip(shape, self.full_shape, groups) for p in g)
-    sts = [st.reshape(finer(st.shape)) for st in self.sts]
-    if sum(len(st.views) for st in sts) < sum(len(st.views) for st in self.sts):
+    permuted, say): each load then indexes with strides instead of a chain of divisions. An axis of the outermost view
+    is cut where its walk (its stride) crosses an axis boundary of the view beneath; this repeats while it removes
+    views. The cuts must divide each other; views after a reduction keep size 1 on the pieces of reduced axes."""
+    while True:
+      marks = _boundaries(self.full_shape)
+      for st in self.sts:
+        if len(st.views) > 1 and st.size == prod(self.full_shape): marks |= _crossings(st.views[-1], st.views[-2].shape)
+      chain = sorted(marks)
+      if len(chain) == len(_boundaries(self.full_shape)) or 0 in chain or any(b % a for a, b in zip(chain, chain[1:])): return
+      groups, inner = [], 1  # each axis's pieces, outermost first
+      for s in reversed(self.full_shape):
+        cuts = [m for m in chain if inner <= m <= inner * s]
+        groups.insert(0, tuple(b // a for a, b in zip(cuts, cuts[1:]))[::-1])
+        inner *= s
+      def finer(shape) -> tuple[int, ...]: return tuple(p if n == full else 1 for n, full, g in zip(shape, self.full_shape, groups) for p in g)
+      sts = [st.reshape(finer(st.shape)) for st in self.sts]
+      if sum(len(st.views) for st in sts) >= sum(len(st.views) for st in self.sts): return
       self.axis_types = [t for t, g in zip(self.axis_types, groups) for _ in g]
       self.sts, self.full_shape = sts, finer(self.full_shape)
 

@@ -188,3 +188,17 @@ def test_weight_gradient_tile_slides_along_the_kernel_window():
   assert Opt(OptOps.UPCAST, 7, 5) in opts and Opt(OptOps.UNROLL, 5, 4) in opts  # axes (b, o/lanes, lanes, c, y, x, ky, kx)
   windows = np.lib.stride_tricks.sliding_window_view(x.numpy(), (16, 16), axis=(2, 3))  # (b, c, ky, kx, y, x)
   np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(windows.sum((0, 4, 5)), w.shape), rtol=1e-5)
+
+def test_pool_window_views_are_unstacked_when_the_pool_size_splits_the_width_unevenly():
+  """6x6 pooled by 2: the window view's axes (3, 3, 2, 2) cut the iteration space at offsets that don't divide each
+  other (4 and 6); cutting where each axis's stride crosses the view beneath gives (.., 3, 2, 3, 2) and single views."""
+  x, g = Tensor.rand(2, 3, 6, 6, requires_grad=True).realize(), Tensor.rand(2, 3, 3, 3).realize()
+  (x.relu().max_pool2d(2) * g).sum().backward()
+  items = [i for i in x.grad.schedule() if i.ast.op is Ops.SINK]
+  stacked = [i for i in items if any(len(u.arg.views) > 1 for u in i.ast.toposort() if u.op is Ops.VIEW)]
+  assert stacked and all(len(st.views) == 1 for i in stacked for st in Kernel(i.ast, Device["CPU"].renderer).sts)
+  xn = x.numpy()
+  win = np.maximum(xn, 0).reshape(2, 3, 3, 2, 3, 2)
+  hit = win == win.max((3, 5), keepdims=True)
+  ref = (hit / hit.sum((3, 5), keepdims=True) * g.numpy()[:, :, :, None, :, None]).reshape(2, 3, 6, 6) * (xn > 0)
+  np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
