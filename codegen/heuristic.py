@@ -19,11 +19,15 @@ def view_itemsize(k: Kernel, view) -> int:
   load = next(u for u in k.ast.toposort() if u.op.name == "LOAD" and u.src[1] is view)
   return load.src[0].dtype.base.itemsize
 
+def _load_views(k: Kernel) -> list:
+  """(view, ShapeTracker) of each memory load."""
+  loaded = {u.src[1] for u in k.ast.toposort() if u.op.name == "LOAD"}
+  return [(view, st) for view, st in zip(k.views, k.sts) if view in loaded]
+
 def _loads(k: Kernel) -> list:
   """The ShapeTrackers of the memory loads that change along some axis (broadcast constants, stores and values read
   at one place for the whole kernel don't matter to the choices here)."""
-  return [st for view, st in zip(k.views, k.sts) if not view.src and view not in k.store_views
-          and not (len(st.views) == 1 and st.views[-1].mask is None and not any(st.views[-1].strides))]
+  return [st for _, st in _load_views(k) if not (len(st.views) == 1 and st.views[-1].mask is None and not any(st.views[-1].strides))]
 
 def _load_strides(k: Kernel, axis: int) -> list[int | None]:
   """Each memory load's stride along `axis` (None where stacked views make it irregular)."""
@@ -129,8 +133,8 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     outer, inner = k.axes_of(AxisType.GLOBAL)[0], k.axes_of(AxisType.GLOBAL)[-1]
     reduced = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
     per_step = 0
-    for view, st in zip(k.views, k.sts):
-      if view.src or view in k.store_views or len(st.views) != 1: continue
+    for view, st in _load_views(k):
+      if len(st.views) != 1: continue
       strides = st.views[-1].strides
       if strides[outer] == 0 and strides[inner] != 0:
         per_step += view_itemsize(k, view) * reduced * prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST) if strides[u] != 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from ir.helpers import prod
-from ir.ops import Ops, ZERO_PRESERVING
+from ir.ops import Ops, STORED_ZEROS, ZERO_PRESERVING
 from ir.shapetracker import ShapeTracker
 from ir.uop import UOp
 from codegen.tensor_core import TensorCore
@@ -77,6 +77,7 @@ class Kernel:
     self.sts: list[ShapeTracker] = [v.arg for v in self.views]
     self.reduceops: list[UOp] = [u for u in order if u.op is Ops.REDUCE_AXIS]
     self.store_views: set[UOp] = {s.src[1] for s in ast.src}
+    self.hint_views: set[UOp] = {u.src[0] for u in order if u.op is Ops.VALID and u.arg == STORED_ZEROS}
     self.globals: list[UOp] = sorted((u for u in order if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
     ranks = {len(st.shape) for st in self.sts}
     if len(ranks) != 1: raise ValueError(f"kernel views have different ranks: {sorted(st.shape for st in self.sts)}")
@@ -125,8 +126,9 @@ class Kernel:
     views. The cuts must divide each other; views after a reduction keep size 1 on the pieces of reduced axes."""
     while True:
       marks = _boundaries(self.full_shape)
-      for st in self.sts:
-        if len(st.views) > 1 and st.size == prod(self.full_shape): marks |= _crossings(st.views[-1], st.views[-2].shape)
+      for view, st in zip(self.views, self.sts):
+        if view not in self.hint_views and len(st.views) > 1 and st.size == prod(self.full_shape):
+          marks |= _crossings(st.views[-1], st.views[-2].shape)
       chain = sorted(marks)
       if len(chain) == len(_boundaries(self.full_shape)) or 0 in chain or any(b % a for a, b in zip(chain, chain[1:])): return
       groups, inner = [], 1  # each axis's pieces, outermost first
@@ -136,7 +138,8 @@ class Kernel:
         inner *= s
       def finer(shape) -> tuple[int, ...]: return tuple(p if n == full else 1 for n, full, g in zip(shape, self.full_shape, groups) for p in g)
       sts = [st.reshape(finer(st.shape)) for st in self.sts]
-      if sum(len(st.views) for st in sts) >= sum(len(st.views) for st in self.sts): return
+      def stacked(sts) -> int: return sum(len(st.views) for view, st in zip(self.views, sts) if view not in self.hint_views)
+      if stacked(sts) >= stacked(self.sts): return
       self.axis_types = [t for t, g in zip(self.axis_types, groups) for _ in g]
       self.sts, self.full_shape = sts, finer(self.full_shape)
 

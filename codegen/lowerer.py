@@ -4,9 +4,9 @@ from __future__ import annotations
 import itertools
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
-from ir.ops import Ops, reduce_identity, ELEMENTWISE
+from ir.ops import Ops, reduce_identity, ELEMENTWISE, STORED_ZEROS
 from ir.shapetracker import unravel
-from ir.symbolic import simplify, split_terms
+from ir.symbolic import build_sum, simplify, split_terms
 from ir.uop import UOp
 from codegen.kernel import AxisType, Kernel
 from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES
@@ -192,7 +192,9 @@ class Lowerer:
         init = self._widen(init) if k.tensor_core is None else UOp(Ops.VECTORIZE, r.dtype.vec(len(k.tensor_core.c)), (init,) * len(k.tensor_core.c))
         self.accs[(r, self._tile_key(tile))] = b.emit(UOp(Ops.DEFINE_ACC, init.dtype, (init,), len(self.accs)))
     b.open_scope()  # accumulator reads inside the reduction must not be reused after it
-    loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in k.axes_of(AxisType.REDUCE)]
+    bounds = self._nonzero_steps(idxs, tiles)
+    loops = [b.open_range(*bounds.get(a, (UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]))), a)
+             for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
     unrolls = self._combos(AxisType.UNROLL, skip=self.vec_axis if self.vec_is_reduce else None)
     if k.tensor_core is not None: self._tensor_core_reduce(idxs, tiles, unrolls)
@@ -207,6 +209,40 @@ class Lowerer:
           b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
     b.close_scope()
+
+  def _nonzero_steps(self, idxs: list[UOp], tiles: list[dict[int, UOp]]) -> dict[int, tuple[UOp, UOp]]:
+    """{reduction loop axis: (start, end)} for loops whose other steps only add zeros: every sum is of products with a
+    factor read from stored padding, and that factor's window (its STORED_ZEROS condition) bounds the loop index by
+    the indices outside the loop. The bounds cover every tile, lane and unrolled step. Only where the outer indices
+    are loops (CPU): with launch indices the threads of a group would loop different counts."""
+    k = self.k
+    if self.launch_dims or k.tensor_core is not None or any(r.arg[0] is not Ops.ADD for r in k.reduceops): return {}
+    guards = [_stored_padding_factor(r.src[0]) for r in k.reduceops]
+    if not guards or None in guards: return {}
+    loops = k.axes_of(AxisType.REDUCE)
+    steps = {a: UOp.variable(f"step{a}", 0, k.full_shape[a] - 1, self.idx_dtype) for a in loops}
+    at_loop = [steps.get(a, i) for a, i in enumerate(idxs)]
+    fixed_axes = k.axes_of(AxisType.UPCAST, AxisType.UNROLL)
+    combos = [dict(zip(fixed_axes, vals)) for vals in itertools.product(*(range(k.full_shape[a]) for a in fixed_axes))]
+    out: dict[int, tuple[UOp, UOp]] = {}
+    for a in loops:
+      lower, upper = _Hull(min), _Hull(max)
+      for view in dict.fromkeys(guards):
+        last = self.view_st[view].views[-1]
+        moves = [bool(st) or (last.mask is not None and last.mask[x] != (0, n)) for x, (st, n) in enumerate(zip(last.strides, last.shape))]
+        seen: set[tuple] = set()
+        for combo in combos:
+          point = tuple(UOp.const(self.idx_dtype, combo[x] if moves[x] else 0) if x in combo else i for x, i in enumerate(at_loop))
+          if point in seen: continue
+          seen.add(point)
+          lo, hi = _step_window(self._index(view, point)[1], steps[a], set(steps.values()))
+          lower.add(lo); upper.add(hi)
+      if lower.rest is None and upper.rest is None: continue
+      size = k.full_shape[a]
+      start = UOp.const(self.idx_dtype, 0) if lower.rest is None else simplify((lower.const - lower.rest).maximum(0))
+      end = UOp.const(self.idx_dtype, size) if upper.rest is None else simplify(-((-(upper.const - upper.rest)).maximum(-size)))
+      out[a] = (start, end)
+    return out
 
   # ---- tensor cores ----
   def _tc_place(self, coord: tuple[int, int, int, int]) -> UOp:
@@ -331,7 +367,7 @@ class Lowerer:
         idx, valid = self._index(n.src[1], at)
         if valid.op is Ops.CONST: memo[n] = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
         else: memo[n] = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
-      elif n.op is Ops.VALID: memo[n] = self._index(n.src[0], at)[1]
+      elif n.op is Ops.VALID: memo[n] = UOp.const(dtypes.bool, True) if n.arg == STORED_ZEROS else self._index(n.src[0], at)[1]
       elif n.op is Ops.VIEW and n.src:  # a value broadcast over a view: zero where the view is padding
         valid = self._index(n, at)[1]
         memo[n] = memo[n.src[0]] if valid.op is Ops.CONST and valid.arg else valid.where(memo[n.src[0]], UOp.const(n.dtype, 0))
@@ -345,6 +381,7 @@ class Lowerer:
         elif self.vec_axis is None: memo[n] = total
         elif self.vec_is_reduce: memo[n] = _horizontal(total, n.arg[0])
         else: memo[n] = UOp(Ops.GEP, n.dtype, (total,), upcast[self.vec_axis].arg)
+      elif n.op is Ops.WHERE and _always(memo[n.src[0]]): memo[n] = memo[n.src[1]]
       elif n.op in ELEMENTWISE: memo[n] = UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)
       elif n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): memo[n] = n
       else: raise ValueError(f"can't lower {n.op} in a kernel")
@@ -373,6 +410,49 @@ def _horizontal(x: UOp, op: Ops) -> UOp:
   vals = [UOp(Ops.GEP, x.dtype.scalar, (x,), i) for i in range(x.dtype.count)]
   while len(vals) > 1: vals = [vals[i].alu(op, vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
   return vals[0]
+
+def _stored_padding_factor(x: UOp) -> UOp | None:
+  """The view of a STORED_ZEROS condition guarding a factor of the product x, if there is one."""
+  if x.op is Ops.MUL: return _stored_padding_factor(x.src[0]) or _stored_padding_factor(x.src[1])
+  if x.op is Ops.CAST: return _stored_padding_factor(x.src[0])
+  if x.op is Ops.WHERE and x.src[0].op is Ops.VALID and x.src[0].arg == STORED_ZEROS and x.src[2].op is Ops.CONST and x.src[2].arg == 0:
+    return x.src[0].src[0]
+  return None
+
+class _Hull:
+  """One side of a loop bound, `const - rest` (rest: the same sum of outer indices everywhere), widened by `pick` over
+  every place it is needed; rest None means unbounded on this side."""
+  def __init__(self, pick):
+    self.pick, self.const, self.rest, self.unbounded = pick, 0, None, False
+  def add(self, bound: tuple[int, UOp] | None) -> None:
+    if self.unbounded: return
+    if bound is None or (self.rest is not None and bound[1] is not self.rest):
+      self.unbounded, self.rest = True, None
+      return
+    self.const = bound[0] if self.rest is None else self.pick(self.const, bound[0])
+    self.rest = bound[1]
+
+def _step_window(valid: UOp, step: UOp, steps: set[UOp]) -> tuple[tuple[int, UOp] | None, tuple[int, UOp] | None]:
+  """From the conditions `step + rest >= c` and `step + rest < c` among the conjuncts of valid: the tightest lower
+  bound and end of step, each as (c', rest) meaning c' - rest; None where no condition bounds that side."""
+  lower: tuple[int, UOp] | None = None
+  upper: tuple[int, UOp] | None = None
+  clauses, stack = [], [valid]
+  while stack:
+    c = stack.pop()
+    if c.op is Ops.AND: stack += c.src
+    else: clauses.append(c)
+  for c in clauses:
+    negated = c.op is Ops.CMPNE and c.src[1].op is Ops.CONST and c.src[1].arg is True
+    cmp = c.src[0] if negated else c
+    if cmp.op is not Ops.CMPLT or cmp.src[1].op is not Ops.CONST: continue
+    terms, const = split_terms(cmp.src[0])
+    if terms.get(step) != 1 or any(t in steps for t in terms if t is not step): continue
+    rest = simplify(build_sum({t: v for t, v in terms.items() if t is not step}, 0, cmp.src[0]))
+    bound = (cmp.src[1].arg - const, rest)
+    if negated and (lower is None or (lower[1] is rest and bound[0] > lower[0])): lower = bound
+    if not negated and (upper is None or (upper[1] is rest and bound[0] < upper[0])): upper = bound
+  return lower, upper
 
 def _always(gate: UOp) -> bool: return gate.op is Ops.CONST and gate.arg is True
 

@@ -31,6 +31,10 @@ class Ops(enum.Enum):
   WMMA = enum.auto()  # a tensor-core step D = A @ B + C (src A, B, C fragments; wgmma: A, B's shared buffer, C, B's byte offset)
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
+# VALID(view) with this arg guards a load that already reads zero where the view is invalid (stored padding): the
+# condition isn't needed for the value, it only tells a reduction which of its steps add nothing
+STORED_ZEROS = "stored zeros"
+
 UNARY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.TRUNC}
 BINARY = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
 TERNARY = {Ops.WHERE, Ops.MULACC}

@@ -12,7 +12,7 @@ import functools, operator, sys
 from dataclasses import dataclass, field
 from ir.dtype import dtypes
 from ir.helpers import prod
-from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, TRANSCENDENTAL, ZERO_PRESERVING
+from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, STORED_ZEROS, TRANSCENDENTAL, ZERO_PRESERVING
 from ir.switches import SPLIT_REDUCEOP
 from ir.pattern import substitute
 from ir.shapetracker import ShapeTracker, strides_for_shape
@@ -278,7 +278,10 @@ class Scheduler:
       if n is not root and (n in self.becomes or n.op is Ops.BUFFER):
         b, inner = buffer_of(self.becomes.get(n, n))
         reads[b] = max(reads.get(b, 0), self.assign_version.get(n, 0))
-        return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=inner + st)))
+        load = UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=inner + st)))
+        if n.op is not Ops.PAD: return load
+        interior = ShapeTracker.from_shape(n.src[0].shape).pad(n.arg) + st  # where the stored padding isn't zero
+        return UOp(Ops.VALID, dtypes.bool, (UOp(Ops.VIEW, arg=interior),), STORED_ZEROS).where(load, UOp.const(n.dtype, 0))
       if n.op in MOVEMENT:
         base, inner = movement_view(n, stop=lambda x: x in self.becomes)
         return build(base, inner + st)

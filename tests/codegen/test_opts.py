@@ -4,7 +4,7 @@ import os, pathlib, sqlite3, subprocess, sys
 import numpy as np
 import pytest
 from tg import Tensor, Device, Context
-from ir.ops import Ops
+from ir.ops import Ops, STORED_ZEROS
 from codegen import diskcache
 from codegen.kernel import Kernel, KernelOptError, Opt, OptOps
 from codegen.program import get_program
@@ -202,3 +202,16 @@ def test_pool_window_views_are_unstacked_when_the_pool_size_splits_the_width_une
   hit = win == win.max((3, 5), keepdims=True)
   ref = (hit / hit.sum((3, 5), keepdims=True) * g.numpy()[:, :, :, None, :, None]).reshape(2, 3, 6, 6) * (xn > 0)
   np.testing.assert_allclose(x.grad.numpy(), ref, rtol=1e-6)
+
+def test_reduction_loops_skip_steps_that_only_read_stored_padding():
+  """A padded convolution stores its padded input; the loop over kernel rows then starts and ends where the window
+  meets real rows (bounds that depend on the output row) instead of multiplying stored zeros."""
+  x, w = Tensor.rand(2, 4, 6, 6).realize(), Tensor.rand(16, 4, 3, 3).realize()
+  out = x.conv2d(w, padding=2)
+  (item,) = [i for i in out.schedule() if i.ast.op is Ops.SINK and any(u.op is Ops.REDUCE_AXIS for u in i.ast.toposort())]
+  assert any(u.op is Ops.VALID and u.arg == STORED_ZEROS for u in item.ast.toposort())
+  spec = get_program(item.ast, Device["CPU"].renderer)
+  clamped = [u for u in spec.uops if u.op is Ops.RANGE and any(s.op is Ops.MAX for b in u.src for s in b.toposort())]
+  assert clamped, "no loop got bounds from the stored padding"  # max(0, 2 - y) .. min(3, 8 - y)
+  xp = np.pad(x.numpy(), ((0, 0), (0, 0), (2, 2), (2, 2)))
+  np.testing.assert_allclose(out.numpy(), torch_free_conv(xp, w.numpy()), rtol=1e-5, atol=1e-5)
