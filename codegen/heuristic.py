@@ -41,6 +41,13 @@ def _window_reuse(k: Kernel, axis: int) -> int:
   strides = [st.views[-1].strides for st in _loads(k) if len(st.views) == 1]
   return sum(1 for s in strides if s[axis] != 0 and s[axis] == s[reduces[-1]])
 
+def _bounds_padded_loop(k: Kernel, axis: int) -> bool:
+  """Does stored padding tie `axis` to a reduction axis that stays a loop (all but the innermost, which is unrolled),
+  so that the loop's bounds depend on it (a transposed convolution's output row and its kernel row)?"""
+  loops = k.axes_of(AxisType.REDUCE)[:-1]
+  hints = [st.views[-1].strides for view, st in zip(k.views, k.sts) if view in k.hint_views]
+  return any(s[axis] != 0 and any(s[axis] == s[r] for r in loops) for s in hints)
+
 def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
   """How well `axis` vectorizes: contiguous loads gain, broadcast loads are free, anything else is a gather."""
   score = sum(2 if s == 1 else 0 if s == 0 else -1 for s in _load_strides(k, axis))
@@ -114,14 +121,16 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
   vec_is_output = k.vector_axis is not None and k.axis_types[k.vector_axis] is AxisType.UPCAST
 
   # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile) or
-  # slides over the window of an unrolled reduction (loaded once for several tile positions)
+  # slides over the window of an unrolled reduction (loaded once for several tile positions); not axes that bound a
+  # reduction loop through stored padding (a tile along them would skip only the steps all its rows skip)
   while True:
     accumulators = tile() // (lanes if vec_is_output else 1) * max(len(k.reduceops), 1)
     choice = None
     for a in k.axes_of(AxisType.GLOBAL):
-      reuse = sum(s == 0 for s in _load_strides(k, a)) + _window_reuse(k, a)
-      if not reuse: continue
-      for amt in (5, 4, 3, 2):
+      window = _window_reuse(k, a)
+      reuse = sum(s == 0 for s in _load_strides(k, a)) + window
+      if not reuse or _bounds_padded_loop(k, a): continue
+      for amt in (6, 5, 4, 3, 2) if window else (5, 4, 3, 2):
         if k.full_shape[a] % amt == 0 and accumulators * amt <= MAX_ACCUMULATORS:
           if choice is None or (reuse, amt) > choice[0]: choice = ((reuse, amt), a, amt)
           break

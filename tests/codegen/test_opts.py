@@ -205,13 +205,16 @@ def test_pool_window_views_are_unstacked_when_the_pool_size_splits_the_width_une
 
 def test_reduction_loops_skip_steps_that_only_read_stored_padding():
   """A padded convolution stores its padded input; the loop over kernel rows then starts and ends where the window
-  meets real rows (bounds that depend on the output row) instead of multiplying stored zeros."""
-  x, w = Tensor.rand(2, 4, 6, 6).realize(), Tensor.rand(16, 4, 3, 3).realize()
-  out = x.conv2d(w, padding=2)
+  meets real rows (bounds that depend on the output row) instead of multiplying stored zeros, and the register tile
+  doesn't span output rows (its loop could only skip what all its rows skip)."""
+  x, w = Tensor.rand(1, 4, 20, 20).realize(), Tensor.rand(16, 4, 5, 5).realize()
+  out = x.conv2d(w, padding=4)
   (item,) = [i for i in out.schedule() if i.ast.op is Ops.SINK and any(u.op is Ops.REDUCE_AXIS for u in i.ast.toposort())]
   assert any(u.op is Ops.VALID and u.arg == STORED_ZEROS for u in item.ast.toposort())
   spec = get_program(item.ast, Device["CPU"].renderer)
+  assert Kernel(item.ast, Device["CPU"].renderer).full_shape == (16, 4, 24, 24, 5, 5)
+  assert not any(o.op is OptOps.UPCAST and o.axis == 2 for o in spec.applied_opts)  # axis 2: output rows
   clamped = [u for u in spec.uops if u.op is Ops.RANGE and any(s.op is Ops.MAX for b in u.src for s in b.toposort())]
-  assert clamped, "no loop got bounds from the stored padding"  # max(0, 2 - y) .. min(3, 8 - y)
-  xp = np.pad(x.numpy(), ((0, 0), (0, 0), (2, 2), (2, 2)))
+  assert clamped, "no loop got bounds from the stored padding"  # max(0, 4 - y) .. min(5, 24 - y)
+  xp = np.pad(x.numpy(), ((0, 0), (0, 0), (4, 4), (4, 4)))
   np.testing.assert_allclose(out.numpy(), torch_free_conv(xp, w.numpy()), rtol=1e-5, atol=1e-5)
