@@ -371,22 +371,10 @@ def _sibling_key(item: ScheduleItem) -> tuple | None:
 def _merge_sibling_reductions(items: list[ScheduleItem]) -> list[ScheduleItem]:
   """Reductions over the same iteration space that read a common buffer, neither needing the other, become one kernel
   with a store for each: the loads and elementwise work they share are done once (a normalization's backward sums)."""
-  while (pair := _siblings(items)) is not None:
-    first, second = pair
-    bufs = [first.bufs[0], second.bufs[0]] + list(dict.fromkeys(first.bufs[1:] + second.bufs[1:]))
-    stores = tuple(_renumber(it.ast, {i: bufs.index(b) for i, b in enumerate(it.bufs)}).src[0] for it in pair)
-    reads = {b: max(first.reads.get(b, 0), second.reads.get(b, 0)) for b in {**first.reads, **second.reads}}
-    items[items.index(first)] = ScheduleItem(UOp(Ops.SINK, dtypes.void, stores), bufs, {**first.var_vals, **second.var_vals}, reads=reads)
-    items.remove(second)
-  return items
-
-def _siblings(items: list[ScheduleItem]) -> tuple[ScheduleItem, ScheduleItem] | None:
-  """Two reductions that can share a kernel, if any."""
-  by_key: dict[tuple, list[ScheduleItem]] = {}
+  groups: dict[tuple, list[ScheduleItem]] = {}
   for it in items:
-    if (key := _sibling_key(it)) is not None: by_key.setdefault(key, []).append(it)
-  groups = [g for g in by_key.values() if len(g) > 1]
-  if not groups: return None
+    if (key := _sibling_key(it)) is not None: groups.setdefault(key, []).append(it)
+  if all(len(g) == 1 for g in groups.values()): return items
   deps = _dependencies(items)
   def needs(a: ScheduleItem, b: ScheduleItem) -> bool:  # must b run before a (directly or through other kernels)?
     seen, stack = set(), [id(a)]
@@ -394,11 +382,26 @@ def _siblings(items: list[ScheduleItem]) -> tuple[ScheduleItem, ScheduleItem] | 
       if (i := stack.pop()) == id(b): return True
       if i not in seen: seen.add(i); stack += deps[i]
     return False
-  for group in groups:
-    for i, a in enumerate(group):
-      for b in group[i + 1:]:
-        if set(a.bufs[1:]) & set(b.bufs[1:]) and not needs(a, b) and not needs(b, a): return a, b
-  return None
+  for group in groups.values():
+    while len(group) > 1:
+      first = group.pop(0)
+      second = next((b for b in group if set(first.bufs[1:]) & set(b.bufs[1:]) and not needs(first, b) and not needs(b, first)), None)
+      if second is None: continue
+      group.remove(second)
+      merged = _merged(first, second)
+      items[items.index(first)] = merged
+      items.remove(second)
+      deps[id(merged)] = (deps.pop(id(first)) | deps.pop(id(second))) - {id(first), id(second)}
+      for d in deps.values():
+        if id(first) in d or id(second) in d: d -= {id(first), id(second)}; d.add(id(merged))
+  return items
+
+def _merged(first: ScheduleItem, second: ScheduleItem) -> ScheduleItem:
+  """One kernel storing both reductions' outputs (the first two buffers), reading the union of their inputs."""
+  bufs = [first.bufs[0], second.bufs[0]] + list(dict.fromkeys(first.bufs[1:] + second.bufs[1:]))
+  stores = tuple(_renumber(it.ast, {i: bufs.index(b) for i, b in enumerate(it.bufs)}).src[0] for it in (first, second))
+  reads = {b: max(first.reads.get(b, 0), second.reads.get(b, 0)) for b in {**first.reads, **second.reads}}
+  return ScheduleItem(UOp(Ops.SINK, dtypes.void, stores), bufs, {**first.var_vals, **second.var_vals}, reads=reads)
 
 def _renumber(ast: UOp, new_index: dict[int, int]) -> UOp:
   return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype, (), new_index[g.arg]) for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL})
