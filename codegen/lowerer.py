@@ -413,10 +413,13 @@ def _horizontal(x: UOp, op: Ops) -> UOp:
 
 def _stored_padding_factor(x: UOp) -> UOp | None:
   """The view of a STORED_ZEROS condition guarding a factor of the product x, if there is one."""
-  if x.op is Ops.MUL: return _stored_padding_factor(x.src[0]) or _stored_padding_factor(x.src[1])
-  if x.op is Ops.CAST: return _stored_padding_factor(x.src[0])
-  if x.op is Ops.WHERE and x.src[0].op is Ops.VALID and x.src[0].arg == STORED_ZEROS and x.src[2].op is Ops.CONST and x.src[2].arg == 0:
-    return x.src[0].src[0]
+  seen, stack = set(), [x]
+  while stack:
+    if (n := stack.pop()) in seen: continue
+    seen.add(n)
+    if n.op in (Ops.MUL, Ops.CAST): stack += n.src
+    elif n.op is Ops.WHERE and n.src[0].op is Ops.VALID and n.src[0].arg == STORED_ZEROS and n.src[2].op is Ops.CONST and n.src[2].arg == 0:
+      return n.src[0].src[0]
   return None
 
 class _Hull:

@@ -132,3 +132,13 @@ def test_sibling_reductions_share_one_kernel_unless_one_needs_the_other():
   assert sums(mean, ((x - mean) ** 2).sum(1)) == 2  # the second sum reads the first
   other = rnd(16, 32)
   assert sums(x.sum(1), other.sum(1)) == 2  # nothing read in common: nothing to share
+
+def test_pulling_factors_out_of_a_sum_of_repeated_squares_stays_fast():
+  """x*x shared 40 levels deep has 2^40 factors as a tree; factoring stops after a few and the schedule stays small."""
+  x = Tensor(np.linspace(0.999, 1.001, 8, dtype=np.float32).reshape(2, 4))
+  y = x
+  for _ in range(40): y = y * y
+  out = (y * x[:, :1]).sum(1)  # x[:, :1] is constant along the summed axis
+  assert sums(out) == 1
+  xs = x.numpy().astype(np.float64)
+  np.testing.assert_allclose(out.numpy(), (xs ** (2 ** 40) * xs[:, :1]).sum(1), rtol=1e-3)
