@@ -66,6 +66,10 @@ def _crossings(outer, inner_shape) -> set[int]:
       if b % stride == 0 and 1 < b // stride < size and size % (b // stride) == 0: marks.add(prod(outer.shape[a + 1:]) * (b // stride))
   return marks
 
+def moving_axes(v) -> set[int]:
+  """The axes along which view `v` reads different places or changes validity."""
+  return {i for i, (s, n) in enumerate(zip(v.strides, v.shape)) if s != 0 or (v.mask is not None and v.mask[i] != (0, n))}
+
 VECTOR_SIZES = (2, 4, 8, 16)
 
 class Kernel:
@@ -222,8 +226,7 @@ class Kernel:
       if u.op is not Ops.VIEW: continue
       st = view_st[u]
       if len(st.views) != 1: return every
-      v = st.views[0]
-      out |= {i for i, (s, n) in enumerate(zip(v.strides, v.shape)) if s != 0 or (v.mask is not None and v.mask[i] != (0, n))}
+      out |= moving_axes(st.views[0])
     return out
 
   def _apply_tensor_core(self, opt: Opt) -> None:

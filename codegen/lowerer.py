@@ -8,7 +8,7 @@ from ir.ops import Ops, reduce_identity, ELEMENTWISE, STORED_ZEROS
 from ir.shapetracker import unravel
 from ir.symbolic import build_sum, simplify, split_terms
 from ir.uop import UOp
-from codegen.kernel import AxisType, Kernel
+from codegen.kernel import AxisType, Kernel, moving_axes
 from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES
 
 VECTOR_WIDTHS = (2, 4, 8, 16)
@@ -224,19 +224,18 @@ class Lowerer:
     at_loop = [steps.get(a, i) for a, i in enumerate(idxs)]
     fixed_axes = k.axes_of(AxisType.UPCAST, AxisType.UNROLL)
     combos = [dict(zip(fixed_axes, vals)) for vals in itertools.product(*(range(k.full_shape[a]) for a in fixed_axes))]
+    conditions: dict[tuple, UOp] = {}  # each guard's condition at each distinct place of the tiles and unrolled steps
+    for view in dict.fromkeys(guards):
+      moves = moving_axes(self.view_st[view].views[-1])  # axes the outermost view ignores can't change the condition
+      for combo in combos:
+        point = tuple(UOp.const(self.idx_dtype, combo[x] if x in moves else 0) if x in combo else i for x, i in enumerate(at_loop))
+        if (view, point) not in conditions: conditions[(view, point)] = self._index(view, point)[1]
     out: dict[int, tuple[UOp, UOp]] = {}
     for a in loops:
       lower, upper = _Hull(min), _Hull(max)
-      for view in dict.fromkeys(guards):
-        last = self.view_st[view].views[-1]
-        moves = [bool(st) or (last.mask is not None and last.mask[x] != (0, n)) for x, (st, n) in enumerate(zip(last.strides, last.shape))]
-        seen: set[tuple] = set()
-        for combo in combos:
-          point = tuple(UOp.const(self.idx_dtype, combo[x] if moves[x] else 0) if x in combo else i for x, i in enumerate(at_loop))
-          if point in seen: continue
-          seen.add(point)
-          lo, hi = _step_window(self._index(view, point)[1], steps[a], set(steps.values()))
-          lower.add(lo); upper.add(hi)
+      for valid in conditions.values():
+        lo, hi = _step_window(valid, steps[a], set(steps.values()))
+        lower.add(lo); upper.add(hi)
       if lower.rest is None and upper.rest is None: continue
       size = k.full_shape[a]
       start = UOp.const(self.idx_dtype, 0) if lower.rest is None else simplify((lower.const - lower.rest).maximum(0))
