@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
-from ir.helpers import ceildiv, flatten, prod
+from ir.helpers import argsort, ceildiv, flatten, prod
 from ir.switches import TRAINING
 
 if TYPE_CHECKING: from tg.tensor import Tensor
@@ -43,9 +43,8 @@ class ConvGrad:
                for size, (lo, hi), o, s, d, k in zip(spatial, self.pads, g.shape[2:], self.stride, self.dilation, w.shape[2:])]
     gx = gt.conv_transpose2d(wt, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=0, output_padding=out_pad)
     gx = gx.shrink([None, None, *[(lo, lo + size) for (lo, _), size in zip(self.pads, spatial)]])
-    n = len(spatial)
     if _channel_lanes(wt, wt.shape[0] // self.groups):  # the weight's gradient reads g with channels innermost: they become vector lanes
-      gt = gt.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1))
+      gt = _stored_with_innermost(gt, 1)
     gw = compute_gradient(value, gt.uop, [w]).get(w)
     return gx.uop, gw
 
@@ -56,6 +55,11 @@ def _cpu_lanes(t: Tensor) -> int:
   if not isinstance(t.device, str) or not dtypes.is_float(t.dtype): return 0
   renderer = Device[t.device].renderer
   return getattr(renderer, "vector_width", 0) if getattr(renderer, "splits_across_cores", False) else 0
+
+def _stored_with_innermost(t: Tensor, axis: int) -> Tensor:
+  """A copy of `t` laid out in memory with `axis` innermost, seen in t's own axis order."""
+  order = [a for a in range(t.ndim) if a != axis] + [axis]
+  return t.permute(*order).contiguous().permute(*argsort(order))
 
 def _channel_lanes(weight: Tensor, cout_per_group: int) -> bool:
   """Whether a convolution on a CPU should read its weight with output channels contiguous (a small copy), so that a
@@ -194,7 +198,7 @@ class ProcessingMixin:
     x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])
     w = weight.reshape(groups, cout // groups, cin_g, *weight.shape[2:])
     if _channel_lanes(weight, cout // groups):  # a copy of the weight with output channels innermost: they become vector lanes
-      w = w.permute(0, *range(2, 3 + n), 1).contiguous().permute(0, n + 2, *range(1, n + 2))
+      w = _stored_with_innermost(w, 1)
     w = w.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
     out = (x * w).sum([3, *range(4 + n, 4 + 2 * n)], dtype=dtype).reshape(bs, cout, *out_sp)
     if dtypes.is_float(out.dtype):
