@@ -56,7 +56,9 @@ class ProgramBuilder:
     self.close_scope()
 
 def index_dtype(k: Kernel) -> DType:
-  biggest = max([g.dtype.size for g in k.globals] + [st.size for st in k.sts] + [1])
+  """int32 unless a buffer, an iteration space or an index some view reaches (a far slice of a huge arange) needs 64 bits."""
+  reach = [abs(v.offset) + sum(abs(st) * (s - 1) for st, s in zip(v.strides, v.shape)) + 1 for st in k.sts for v in st.views]
+  biggest = max([g.dtype.size for g in k.globals] + [st.size for st in k.sts] + reach + [1])
   return dtypes.int32 if biggest < 2**31 else dtypes.int64
 
 class Lowerer:

@@ -73,7 +73,7 @@ class dtypes(metaclass=_DTypesMeta):
     """The dtype a Python value becomes: bool, default_int, default_float, or the promotion of a sequence's items."""
     if isinstance(x, (list, tuple)): return least_upper_dtype(*(dtypes.from_py(v) for v in x)) if x else dtypes.default_float
     if isinstance(x, bool): return dtypes.bool
-    if isinstance(x, int): return dtypes.default_int
+    if isinstance(x, int): return dtypes.default_int if fits(x, dtypes.default_int) else check_fits(x, dtypes.int64)  # as PyTorch: int64 when needed
     if isinstance(x, float): return dtypes.default_float
     raise TypeError(f"can't infer a dtype from {type(x).__name__}")
 
@@ -123,6 +123,15 @@ def dtype_min(t: DType):
 def dtype_max(t: DType):
   if dtypes.is_int(t): return 2**(8*t.itemsize) - 1 if dtypes.is_unsigned(t) else 2**(8*t.itemsize-1) - 1
   return True if t == dtypes.bool else math.inf
+
+def fits(x, t: DType) -> bool:
+  """Whether a Python number is representable by dtype `t` without wrapping (any number fits a float dtype)."""
+  return not dtypes.is_int(t) or isinstance(x, float) or dtype_min(t) <= x <= dtype_max(t)
+
+def check_fits(x, t: DType) -> DType:
+  """`t`, after making sure Python number `x` fits it: ints outside an integer dtype's range raise instead of wrapping."""
+  if not fits(x, t): raise OverflowError(f"{x} is out of range for {t.name} [{dtype_min(t)}, {dtype_max(t)}]")
+  return t
 
 def truncate(x, t: DType):
   """`x` as a value of dtype `t` would hold it: ints wrap, floats round to the format's precision."""

@@ -70,7 +70,7 @@ class View:
     """The same elements in `new_shape` as one view, or None when one strided view can't express it."""
     if new_shape == self.shape: return self
     if 0 in self.shape: return View.create(new_shape)  # no elements: any layout is right
-    if self.is_empty(): return View.create(new_shape, mask=tuple((0, 0) for _ in new_shape))
+    if self.is_empty(): return empty_view(new_shape)
     if self.contiguous: return View.create(new_shape)
     old = [(s, st, m) for s, st, m in zip(self.shape, self.strides, self.mask or [(0, s) for s in self.shape]) if s != 1]
     new = [n for n in new_shape if n != 1]
@@ -109,6 +109,11 @@ class View:
       if i.vmax >= hi: valid = valid & (i < hi)
     return idx, valid
 
+def empty_view(shape: tuple[int, ...]) -> View | None:
+  """A view of `shape` where nothing is valid; None for shape (), which has no axis to carry the mask (the caller
+  keeps the views stacked instead)."""
+  return View.create(shape, mask=tuple((0, 0) for _ in shape)) if shape else None
+
 def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) -> tuple[list[int], list[tuple[int, int]]] | None:
   """Strides and masks for new axes holding exactly the elements of the old axes `old` (size, stride, mask)."""
   if any(old[k][1] != old[k + 1][1] * old[k + 1][0] for k in range(len(old) - 1)): return None  # not one strided run
@@ -140,6 +145,7 @@ def merge_views(inner: View, outer: View) -> View | None:
   when no single view can express it. The flat index of outer, over its valid region, is written as base +
   sum(|stride_k| * j_k) with j_k >= 0; the merge exists when no mixed-radix digit of inner.shape can carry."""
   if inner.contiguous: return outer
+  if inner.is_empty() and 0 not in outer.shape: return empty_view(outer.shape)
   if 0 in inner.shape or 0 in outer.shape or outer.is_empty() or inner.is_empty(): return None
   ranges = outer.mask or tuple((0, s) for s in outer.shape)
   base = outer.offset + sum(st * (lo if st > 0 else hi - 1) for st, (lo, hi) in zip(outer.strides, ranges))
@@ -159,7 +165,7 @@ def merge_views(inner: View, outer: View) -> View | None:
     low, high = D[m], D[m] + sum(e[m] * jmax for e, jmax in terms)
     if lo1 <= low and high < hi1: continue
     if not movers:
-      if not lo1 <= D[m] < hi1: return View.create(outer.shape, mask=tuple((0, 0) for _ in outer.shape))
+      if not lo1 <= D[m] < hi1: return empty_view(outer.shape)
       continue
     if len(movers) > 1: return None
     k = movers[0]

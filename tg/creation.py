@@ -3,7 +3,7 @@ that runs on the device, so the same seed gives the same numbers everywhere and 
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
-from ir.dtype import DType, dtypes, to_dtype
+from ir.dtype import DType, check_fits, dtypes, to_dtype
 from ir.helpers import ceildiv, prod
 from ir.ops import Ops
 from ir.uop import UOp
@@ -49,7 +49,7 @@ class CreationMixin:
   @classmethod
   def full(cls, shape, fill_value: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:
     shape = _shape((shape,) if isinstance(shape, int) else tuple(shape))
-    dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    dt = check_fits(fill_value, to_dtype(dtype)) if dtype is not None else dtypes.from_py(fill_value)
     return cls(UOp.const(dt, fill_value, _device(device)).reshape((1,) * len(shape)).expand(shape), requires_grad=requires_grad)
   @classmethod
   def zeros(cls, *shape, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None) -> Tensor:

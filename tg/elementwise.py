@@ -14,6 +14,10 @@ if TYPE_CHECKING: from tg.tensor import Tensor
 
 LOG2_E, LN_2 = 1 / math.log(2), math.log(2)
 
+def _by_zero_is_zero(quotient: Tensor, divisor: Tensor) -> Tensor:
+  """Integer division and modulo by zero give 0 as in numpy (PyTorch raises, which would need the divisor read back)."""
+  return (divisor == 0).where(0, quotient)
+
 class ElementwiseMixin:
   __slots__ = ()
 
@@ -88,28 +92,28 @@ class ElementwiseMixin:
     """True division (ints become floats); rounding_mode "trunc" or "floor" rounds the quotient like torch."""
     a, b = self._broadcasted(x, reverse)
     if rounding_mode == "trunc":
-      return a._new(a.uop.alu(Ops.IDIV, b.uop), b) if dtypes.is_int(a.dtype) else (a._float() / b._float()).trunc().cast(a.dtype)
+      return _by_zero_is_zero(a._new(a.uop.alu(Ops.IDIV, b.uop), b), b) if dtypes.is_int(a.dtype) else (a._float() / b._float()).trunc().cast(a.dtype)
     if rounding_mode == "floor": return a.floordiv(b)
     if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     a, b = a._float(), b._float()
     return a._new(a.uop.alu(Ops.FDIV, b.uop), b)
   def floordiv(self, x, reverse: bool = False) -> Tensor:
-    """Python's floor division (rounds toward negative infinity)."""
+    """Python's floor division (rounds toward negative infinity); an integer divided by zero gives 0, as in numpy."""
     a, b = self._broadcasted(x, reverse)
     if not dtypes.is_int(a.dtype): return (a / b).floor()
     q = a._new(a.uop.alu(Ops.IDIV, b.uop), b)
     r = a - q * b
-    return ((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q) if not dtypes.is_unsigned(a.dtype) else q
+    return _by_zero_is_zero(((r != 0) & ((r < 0) != (b < 0))).where(q - 1, q) if not dtypes.is_unsigned(a.dtype) else q, b)
   def mod(self, x, reverse: bool = False) -> Tensor:
-    """Python's modulo (the result takes the divisor's sign)."""
+    """Python's modulo (the result takes the divisor's sign); an integer modulo zero gives 0, as in numpy."""
     a, b = self._broadcasted(x, reverse)
     if not dtypes.is_int(a.dtype): return a - (a / b).floor() * b
     r = a._new(a.uop.alu(Ops.MOD, b.uop), b)
-    return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r) if not dtypes.is_unsigned(a.dtype) else r
+    return _by_zero_is_zero(((r != 0) & ((r < 0) != (b < 0))).where(r + b, r) if not dtypes.is_unsigned(a.dtype) else r, b)
   def fmod(self, x) -> Tensor:
-    """C's remainder (the result takes the dividend's sign)."""
+    """C's remainder (the result takes the dividend's sign); integers modulo zero give 0."""
     a, b = self._broadcasted(x)
-    if dtypes.is_int(a.dtype): return a._new(a.uop.alu(Ops.MOD, b.uop), b)
+    if dtypes.is_int(a.dtype): return _by_zero_is_zero(a._new(a.uop.alu(Ops.MOD, b.uop), b), b)
     return a - (a / b).trunc() * b
   def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else self._unary(Ops.NEG)
   def reciprocal(self) -> Tensor: return self._float()._unary(Ops.RECIP)
@@ -337,7 +341,7 @@ class ElementwiseMixin:
     return self.isnan().where(self, s) if dtypes.is_float(self.dtype) else s
 
   # ---------------- activations ----------------
-  def relu(self) -> Tensor: return (self > 0).where(self, 0)
+  def relu(self) -> Tensor: return (self <= 0).where(0, self)  # NaN stays NaN, as in PyTorch
   def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, alpha * (self.exp() - 1))

@@ -11,18 +11,23 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
   if reduction == "mean": return loss.mean()
   raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
+def _nan_outside_classes(loss: Tensor, Y: Tensor, classes: int) -> Tensor:
+  return ((Y < 0) | (Y >= classes)).where(float("nan"), loss)
+
 class LossMixin:
   __slots__ = ()
 
   def sparse_categorical_crossentropy(self, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
-    """self: logits (..., classes); Y: integer class indices (...); entries equal to ignore_index don't count."""
+    """self: logits (..., classes); Y: integer class indices (...); entries equal to ignore_index don't count. A label
+    outside [0, classes) makes its loss NaN: PyTorch raises there, which needs the labels read back (no laziness,
+    no TinyJit), and a silent 0 would hide the bug."""
     if not dtypes.is_int(Y.dtype): raise TypeError(f"class indices must be integers, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} don't match logits {self.shape}")
     log_probs = self.log_softmax(-1)
     picked = (Y._onehot(self.shape[-1]).where(log_probs, 0)).sum(-1)
     loss = -(1 - label_smoothing) * picked - label_smoothing * log_probs.mean(-1)
     keep = Y != ignore_index
-    loss = keep.where(loss, 0)
+    loss = keep.where(_nan_outside_classes(loss, Y, self.shape[-1]), 0)
     if reduction == "mean": return loss.sum() / keep.sum().maximum(1).cast(loss.dtype)
     return _reduce(loss, reduction)
 
@@ -38,14 +43,15 @@ class LossMixin:
     return _reduce(-(self.log_softmax(axis) * target).sum(axis), reduction)
 
   def nll_loss(self, Y: Tensor, weight: Tensor | None = None, ignore_index: int | None = None, reduction: str = "mean") -> Tensor:
-    """self: log-probabilities with classes on axis 1 (or 0 for 1-d); Y: class indices."""
+    """self: log-probabilities with classes on axis 1 (or 0 for 1-d); Y: class indices (outside the classes: NaN loss)."""
     axis = 1 if self.ndim > 1 else 0
     lp = self.permute(*[i for i in range(self.ndim) if i != axis], axis)  # classes last
     onehot = Y._onehot(lp.shape[-1])
     picked = onehot.where(lp, 0).sum(-1)
     w = onehot.where(weight, 0).sum(-1) if weight is not None else picked.ones_like()
     if ignore_index is not None: w = (Y != ignore_index).where(w, 0)
-    loss = -picked * w
+    loss = _nan_outside_classes(-picked * w, Y, lp.shape[-1])
+    if ignore_index is not None: loss = (Y != ignore_index).where(loss, 0)
     if reduction == "mean": return loss.sum() / w.sum()
     return _reduce(loss, reduction)
 

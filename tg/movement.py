@@ -41,8 +41,10 @@ class MovementMixin:
     shape = _flat_shape(shape)
     if len(shape) < self.ndim: raise ValueError(f"can't expand {self.shape} to {shape}: fewer dimensions")
     base = (1,) * (len(shape) - self.ndim) + self.shape
-    new = tuple(b if s == -1 else s for s, b in zip(shape, base))
-    return self._new(self.uop.reshape(base).expand(new))
+    for i, (s, b) in enumerate(zip(shape, base)):
+      if not isinstance(s, int) or s < -1 or (s == -1 and i < len(shape) - self.ndim) or (b != 1 and s not in (-1, b)):
+        raise ValueError(f"can't expand {self.shape} to {shape}: each size must be -1 (keep), the existing size, or any size >= 0 where it is 1")
+    return self._new(self.uop.reshape(base).expand(tuple(b if s == -1 else s for s, b in zip(shape, base))))
   def expand_as(self, other: Tensor) -> Tensor: return self.expand(other.shape)
   def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
     if len(arg) != self.ndim: raise ValueError(f"shrink needs one range per dimension of {self.shape}, got {arg}")
@@ -340,6 +342,14 @@ class MovementMixin:
       out = out.permute(*range(nbd, nbd + dims[0]), *range(nbd), *range(nbd + dims[0], out.ndim))
     return out
 
+  def _check_index_tensors(self, idx: list) -> None:
+    """Raise IndexError for an index tensor entry outside its dimension (reads give 0 there; a write must not land)."""
+    dims = [k for k in idx if k is not None]
+    for d, i in enumerate(dims):
+      if not isinstance(i, type(self)) or i.numel() == 0: continue
+      values, n = i.numpy(), self.shape[d]
+      if (bad := values[(values < -n) | (values >= n)]).size: raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {d} with size {n}")
+
   def __setitem__(self, indices, value) -> None:
     idx = self._normalize_index(indices)
     value = value if isinstance(value, type(self)) else type(self)(value, device=self.device, dtype=self.dtype)
@@ -348,6 +358,7 @@ class MovementMixin:
       view, _ = self._basic_index(idx)
       view.assign(value._broadcast_to(view.shape).cast(self.dtype)).realize()
       return
+    self._check_index_tensors(idx)
     # integer tensors: compute the updated tensor with masks (for repeated indices the last one wins)
     positions = type(self).arange(self.numel(), device=self.device).reshape(self.shape)
     chosen = positions[tuple(indices) if isinstance(indices, tuple) else indices]

@@ -65,13 +65,14 @@ class ReduceMixin:
     return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
 
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
-    """Index of the first maximum (int32)."""
+    """Index of the first maximum (int32); a NaN counts as the maximum, as in numpy and PyTorch."""
     if axis is None: return self.flatten().argmax(0).reshape(*([1] * self.ndim if keepdim else []))
     a = self._axis(axis)
     n = self.shape[a]
     if n == 0: raise ValueError(f"argmax of an empty axis (shape {self.shape})")
     countdown = type(self).arange(n, 0, -1, device=self.device, dtype=dtypes.int32).reshape(*[n if i == a else 1 for i in range(self.ndim)])
     hit = self == self.max(a, keepdim=True)
+    if dtypes.is_float(self.dtype): hit = hit | self.isnan()  # max is NaN exactly when a NaN is present
     return (n - hit.where(countdown, 0).max(a, keepdim)).cast(dtypes.int32)
   def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
     return (-self if dtypes.is_float(self.dtype) else ~self).argmax(axis, keepdim)

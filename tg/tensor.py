@@ -1,10 +1,10 @@
 """Tensor: a lazy, differentiable n-dimensional array. Ops build a UOp graph; `realize()` (and everything that reads
 data) schedules the graph into kernels and runs them. The op surface lives in the mixins next to this file."""
 from __future__ import annotations
-import pathlib, weakref
+import functools, pathlib, weakref
 from typing import Any, Sequence
 import numpy as np
-from ir.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from ir.dtype import DType, check_fits, dtypes, fits, least_upper_dtype, to_dtype
 from ir.helpers import broadcast_shape, dedup, prod
 from ir.ops import Ops, MOVEMENT
 from ir.uop import UOp
@@ -32,7 +32,7 @@ def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER
 class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, ProcessingMixin, LossMixin):
   """An n-dimensional array on a device. `Tensor(data, device=None, dtype=None, requires_grad=False)` takes a Python
   scalar, nested lists, bytes, a numpy array, a pathlib.Path (a DISK tensor) or a UOp."""
-  __slots__ = ("uop", "requires_grad", "grad", "_leaf", "_grad_graph", "__weakref__")
+  __slots__ = ("uop", "requires_grad", "grad", "_leaf", "_aliases", "__weakref__")
   _live: weakref.WeakSet[Tensor] = weakref.WeakSet()
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
@@ -41,7 +41,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if isinstance(data, UOp): uop = data if dtype is None else data.cast(dtype)
     elif data is None or isinstance(data, (bool, int, float)):
       value = 0.0 if data is None else data
-      uop = UOp.const(dtype or dtypes.from_py(value), value, dev or Device.DEFAULT)
+      uop = UOp.const(check_fits(value, dtype) if dtype else dtypes.from_py(value), value, dev or Device.DEFAULT)
     elif isinstance(data, (list, tuple)): uop = self._from_sequence(data, dev or Device.DEFAULT, dtype)
     elif isinstance(data, (bytes, bytearray, memoryview)):
       uop = _buffer_uop(np.frombuffer(bytes(data), dtype=np.uint8), dev or Device.DEFAULT, dtype or dtypes.uint8)
@@ -53,7 +53,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
       uop = UOp(Ops.BUFFER, dtypes.uint8, (), (Buffer(f"DISK:{data}", size, dtypes.uint8),)).reshape((size,))
     elif isinstance(data, np.generic): raise TypeError(f"numpy scalars are not accepted (got {type(data).__name__}); use .item() or np.array(x)")
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
-    self.uop, self.grad, self._grad_graph = uop, None, None
+    # _aliases: graph nodes that named this leaf before a realize or an assign moved it (held weakly: only graphs built
+    # from them need them), so gradients of those graphs still reach it
+    self.uop, self.grad, self._aliases = uop, None, None
     # None: never set (autograd treats it as False; an optimizer given this tensor trains it); True/False: explicit
     self.requires_grad: bool | None = requires_grad
     self._leaf = True
@@ -64,8 +66,15 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def _from_sequence(data: Sequence, device: str, dtype: DType | None) -> UOp:
     try: arr = np.array(data)
     except ValueError as e: raise ValueError(f"nested sequence is ragged, every level must have one length: {e}") from None
-    if arr.dtype == object: raise ValueError("nested sequence is ragged or holds non-numbers")
+    if arr.dtype == object:
+      if all(isinstance(v, int) for v in arr.flat): raise OverflowError(f"{max(arr.flat, key=abs)} is out of range for every integer dtype")
+      raise ValueError("nested sequence is ragged or holds non-numbers")
+    explicit = dtype is not None
     if dtype is None: dtype = dtypes.bool if arr.dtype == np.bool_ else (dtypes.default_float if arr.dtype.kind == "f" or arr.size == 0 else dtypes.default_int)
+    if arr.dtype.kind in "iu" and arr.size and dtypes.is_int(dtype):
+      lo, hi = int(arr.min()), int(arr.max())
+      if not explicit and not (fits(lo, dtype) and fits(hi, dtype)): dtype = dtypes.int64  # as PyTorch: int64 when needed
+      check_fits(lo, dtype), check_fits(hi, dtype)
     return _buffer_uop(arr, device, dtype)
 
   def _new(self, uop: UOp, *parents: Tensor) -> Tensor:
@@ -165,8 +174,13 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if x.device != self.device: raise ValueError(f"assign across devices: {x.device} into {self.device}")
     if x.dtype != self.dtype: x = x.cast(self.dtype)
     x = x._broadcast_to(self.shape)
-    self.uop = self._new(UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)), x).uop if _is_realized(self.uop) else x.uop
+    if self.requires_grad and self._leaf: self._remember_alias()
+    elif x.requires_grad: self.requires_grad, self._leaf = True, False  # as torch's copy_: the value's graph flows through
+    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)) if _is_realized(self.uop) else x.uop
     return self
+  def _remember_alias(self) -> None:
+    if self._aliases is None: self._aliases = weakref.WeakSet()
+    self._aliases.add(self.uop)
 
   # ---------------- broadcasting ----------------
   def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
@@ -178,13 +192,13 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   def _scalar_dtype(self, y: bool | int | float) -> DType:
     if isinstance(y, bool): return self.dtype
-    if isinstance(y, int): return self.dtype if self.dtype != dtypes.bool else dtypes.default_int
+    if isinstance(y, int): return self.dtype if self.dtype != dtypes.bool else dtypes.from_py(y)
     return self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
 
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
     if not isinstance(y, Tensor):
-      if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(x._scalar_dtype(y), y, x.device))
+      if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(check_fits(y, x._scalar_dtype(y)), y, x.device))
       elif isinstance(y, UOp) and y.op in (Ops.BIND, Ops.DEFINE_VAR): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
       else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")
     elif y.device != x.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
@@ -205,18 +219,18 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     for t in targets:
       if not dtypes.is_float(t.dtype): raise RuntimeError(f"only float tensors have gradients, target has {t.dtype}")
     root = _autograd_graph(self.uop)
-    keys = [(t.uop, t._grad_graph) for t in targets]
-    grads = compute_gradient(root, gradient._broadcast_to(self.shape).cast(self.dtype).uop, [k for pair in keys for k in pair if k is not None])
+    names = [dedup((t.uop, *(t._aliases or ()))) for t in targets]
+    grads = compute_gradient(root, gradient._broadcast_to(self.shape).cast(self.dtype).uop, [n for ns in names for n in ns])
     out = []
-    for t, (k1, k2) in zip(targets, keys):
-      g = grads.get(k1) if grads.get(k1) is not None else grads.get(k2) if k2 is not None else None
-      out.append(Tensor(g) if g is not None else Tensor.zeros(*t.shape, device=t.device, dtype=t.dtype))
+    for t, ns in zip(targets, names):
+      found = [g for n in ns if (g := grads.get(n)) is not None]
+      out.append(Tensor(functools.reduce(UOp.__add__, found)) if found else Tensor.zeros(*t.shape, device=t.device, dtype=t.dtype))
     return out
 
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Accumulate d(self)/d(leaf) into `.grad` of every live leaf tensor with requires_grad that self depends on."""
     in_graph = set(_autograd_graph(self.uop).toposort())
-    leaves = [t for t in list(Tensor._live) if t.requires_grad and t._leaf and (t.uop in in_graph or t._grad_graph in in_graph)]
+    leaves = [t for t in list(Tensor._live) if t.requires_grad and t._leaf and (t.uop in in_graph or any(a in in_graph for a in t._aliases or ()))]
     if not self.requires_grad: raise RuntimeError("backward() on a tensor that does not require grad (no input has requires_grad=True)")
     for t, g in zip(leaves, self.gradient(*leaves, gradient=gradient)):
       g = g.cast(t.dtype) if g.dtype != t.dtype else g
@@ -238,7 +252,7 @@ def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
     new = substitute(t.uop)
     if new is not t.uop:
       if t.requires_grad:
-        if t._leaf: t._grad_graph = t._grad_graph or t.uop  # how graphs built before this realize still name the leaf
+        if t._leaf: t._remember_alias()  # graphs built before this realize still name the leaf by its old node
         else: _grad_origins[new] = t.uop
       t.uop = new
 

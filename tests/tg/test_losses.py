@@ -194,3 +194,11 @@ def test_torch_losses():
   sz = np_sigmoid(z).astype(np.float32)
   ref = F.binary_cross_entropy(torch.tensor(sz), torch.tensor(t)).numpy()
   np.testing.assert_allclose(Tensor(sz).binary_crossentropy(Tensor(t)).numpy(), ref, rtol=1e-5, atol=1e-6)
+
+def test_labels_outside_the_classes_give_nan_not_zero():
+  logits = Tensor([[1., 2., 3.], [1., 2., 3.]])
+  assert np.isnan(logits.sparse_categorical_crossentropy(Tensor([5, 0])).item())
+  assert np.isnan(logits.cross_entropy(Tensor([0, -3])).item())
+  assert np.isnan(logits.log_softmax().nll_loss(Tensor([3, 0])).item())
+  assert not np.isnan(logits.cross_entropy(Tensor([-100, 1])).item())  # the ignore index stays ignored
+  assert not np.isnan(logits.log_softmax().nll_loss(Tensor([-100, 1]), ignore_index=-100).item())

@@ -667,10 +667,8 @@ def test_int_tensor_with_int_scalar_keeps_dtype():
     assert (Tensor([1, 2], dtype=dt) + 1).dtype == dt
     assert (Tensor([1, 2], dtype=dt) * 3).dtype == dt
 
-def test_uint8_plus_python_int_wraps():
-  out = Tensor(np.array([1, 2], dtype=np.uint8)) + 300
-  assert out.dtype == dtypes.uint8
-  assert out.tolist() == [45, 46]
+def test_uint8_arithmetic_wraps_but_a_scalar_it_cant_hold_raises():
+  with pytest.raises(OverflowError, match="300 is out of range for uchar"): Tensor(np.array([1, 2], dtype=np.uint8)) + 300  # as PyTorch
   out = Tensor([250, 5], dtype=dtypes.uint8) + 10
   assert out.tolist() == [4, 15]
   out = Tensor([5], dtype=dtypes.uint8) - 10
@@ -734,3 +732,36 @@ def test_broadcast_mismatch_names_both_shapes(s1, s2):
 
 def test_combining_with_unsupported_type_raises():
   with pytest.raises(TypeError): Tensor([1.0]) + "a"
+
+def test_relu_keeps_nan_and_passes_no_gradient_at_zero():
+  np.testing.assert_array_equal(Tensor([np.nan, -1., 0., 2.]).relu().numpy(), [np.nan, 0., 0., 2.])
+  x = Tensor([-1., 0., 2.], requires_grad=True)
+  x.relu().sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), [0., 0., 1.])
+
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.int8, dtypes.uint16, dtypes.int64])
+def test_integer_division_and_modulo_by_zero_give_zero_like_numpy(dtype):
+  a, b = np.array([5, 7, 0, 9, 3], dtype=np.int64), np.array([0, 2, 0, 4, 0], dtype=np.int64)
+  if not dtypes.is_unsigned(dtype): a, b = a * np.array([1, -1, 1, -1, -1]), b * np.array([1, 1, 1, -1, 1])
+  A, B = Tensor(a, dtype=dtype), Tensor(b, dtype=dtype)
+  with np.errstate(divide="ignore"):
+    np.testing.assert_array_equal((A // B).numpy(), a // b)
+    np.testing.assert_array_equal((A % B).numpy(), a % b)
+    np.testing.assert_array_equal(A.fmod(B).numpy(), np.fmod(a, b))
+    np.testing.assert_array_equal(A.div(B, rounding_mode="trunc").numpy(), np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))))
+    np.testing.assert_array_equal((A // 0).numpy(), np.zeros(5))
+
+def test_python_ints_outside_the_dtype_raise_or_widen():
+  t = Tensor([2**31])
+  assert t.dtype == dtypes.int64 and t.item() == 2**31  # as PyTorch: int64 where the value needs it
+  assert Tensor([-2**31 - 1, 0]).numpy().tolist() == [-2**31 - 1, 0]
+  assert Tensor(2**40).item() == 2**40 and Tensor.full((2,), 2**40).numpy().tolist() == [2**40] * 2
+  with pytest.raises(OverflowError, match="1099511627776 is out of range for int"): Tensor([1, 2]) + 2**40
+  with pytest.raises(OverflowError, match="300 is out of range for uchar"): Tensor([300], dtype=dtypes.uint8)
+  with pytest.raises(OverflowError, match="out of range"): Tensor.full((2,), 2**40, dtype=dtypes.int32)
+  with pytest.raises(OverflowError, match="out of range"): Tensor([2**64])
+  np.testing.assert_array_equal((Tensor([1., 2.]) + 2**40).numpy(), np.float32([1, 2]) + np.float32(2**40))  # floats hold it, rounded
+  assert (Tensor([1, 2], dtype=dtypes.int64) + 2**40).numpy().tolist() == [2**40 + 1, 2**40 + 2]
+
+def test_arange_far_past_int32_indexes_in_64_bits():
+  np.testing.assert_array_equal(Tensor.arange(2**31 + 8, dtype=dtypes.int64)[-3:].numpy(), [2**31 + 5, 2**31 + 6, 2**31 + 7])

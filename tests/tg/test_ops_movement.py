@@ -448,3 +448,31 @@ def test_torch_scatter_reduce():
       got = Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX), Tensor(src), reduce, include_self=include_self).numpy()
       ref = torch.tensor(x).scatter_reduce(0, torch.tensor(SCATTER_INDEX), torch.tensor(src), reduce, include_self=include_self).numpy()
       np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{reduce} include_self={include_self}")
+
+# ---------------- single elements of padded regions (a 0-d view must keep 'nothing valid') ----------------
+def test_single_element_of_padding_reads_the_pad_value():
+  assert (Tensor([1., 2.]).cat(Tensor([3.]))[-1] * 1).item() == 3.0
+  np.testing.assert_array_equal(Tensor([5., 6.]).pad(((0, 2),))[2:3].contiguous().numpy(), [0.])
+  np.testing.assert_array_equal(Tensor([1., 2., 3., 4.]).roll(-1, 0)[3:4].numpy(), [1.])
+  assert (Tensor([5., 6.]).pad(((0, 2),))[3] + 1).item() == 1.0
+  assert Tensor([[1., 2.]]).pad(((1, 0), (0, 1)), value=7.0)[0, 2].item() == 7.0
+
+def test_padding_an_empty_buffer_reads_no_memory():
+  np.testing.assert_array_equal(Tensor.zeros(0).contiguous().pad(((0, 2),))[:1].numpy(), [0.])
+  assert Tensor.zeros(0).contiguous().pad(((1, 1),), value=4.0)[1].item() == 4.0
+
+def test_expand_rejects_negative_and_mismatched_sizes():
+  with pytest.raises(ValueError, match="expand"): Tensor([1.]).expand(-2, 3)
+  with pytest.raises(ValueError, match="expand"): Tensor([[1., 2.]]).expand(2, 3)
+  with pytest.raises(ValueError, match="expand"): Tensor([1.]).expand(-1, 3)  # -1 can't size a new leading dim
+  assert Tensor([[1., 2.]]).expand(3, -1).shape == (3, 2) and Tensor([1.]).expand(0).shape == (0,)
+
+def test_index_assignment_out_of_range_raises_and_changes_nothing():
+  t = Tensor([1., 2., 3., 4.])
+  with pytest.raises(IndexError, match="index 10 is out of bounds for dimension 0 with size 4"): t[Tensor([10])] = 5.0
+  with pytest.raises(IndexError, match="index -5"): t[[1, -5]] = 5.0
+  np.testing.assert_array_equal(t.numpy(), [1., 2., 3., 4.])
+  m = Tensor.zeros(2, 3).contiguous()
+  with pytest.raises(IndexError, match="dimension 1 with size 3"): m[:, Tensor([3])] = 1.0
+  m[[0, 1], [-1, 0]] = 2.0
+  np.testing.assert_array_equal(m.numpy(), [[0, 0, 2], [2, 0, 0]])

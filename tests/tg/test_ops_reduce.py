@@ -571,3 +571,9 @@ def test_kaiming_glorot_uniform_bounds(shape):
   g_bound = math.sqrt(6 / (fan_out + fan_in))
   assert g.shape == shape and np.abs(g).max() <= g_bound and np.abs(g).max() > 0.9 * g_bound
   assert abs(g.mean()) < 0.1 * g_bound
+
+def test_argmax_argmin_point_at_the_first_nan():
+  a = np.array([[1., np.nan, 3., np.nan], [4., 2., 0., 1.]], dtype=np.float32)
+  for name in ("argmax", "argmin"):
+    np.testing.assert_array_equal(getattr(Tensor(a), name)(1).numpy(), getattr(np, name)(a, axis=1))
+    assert getattr(Tensor(a), name)().item() == getattr(np, name)(a)

@@ -111,3 +111,18 @@ def test_int_division_by_zero_does_not_crash():
   out = (Tensor([7, -7, 3]) // Tensor([0, 0, 0])).numpy()
   assert out.shape == (3,)
   assert (Tensor([-2**31], dtype="int32") // Tensor([-1])).numpy().shape == (1,)
+
+def test_backward_after_assign_reaches_the_leaf():
+  w = Tensor([1., 2.], requires_grad=True).realize()
+  loss = (w * w).sum()
+  w.assign(Tensor([5., 5.]))  # the loss was built from the old value, which it still names
+  loss.backward()
+  np.testing.assert_array_equal(w.grad.numpy(), [2., 4.])
+
+def test_assigning_a_value_that_requires_grad_carries_its_graph():
+  for realized in (True, False):
+    a, b = Tensor([1., 2.]), Tensor([3., 4.], requires_grad=True)
+    if realized: a.realize()
+    a.assign(b * 3)
+    (a * 2).sum().backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [6., 6.])
