@@ -5,6 +5,9 @@ from typing import Any, ClassVar
 
 _FALSE_WORDS = ("", "0", "false", "no", "off")
 
+class SwitchError(ValueError):
+  """A runtime switch set (in the environment or with `Context`) to a value it can't take; names the switch."""
+
 @functools.cache
 def getenv(key: str, default: Any = 0) -> Any:
   """The environment variable `key` converted to the type of `default`; `default` when unset or empty."""
@@ -12,15 +15,23 @@ def getenv(key: str, default: Any = 0) -> Any:
   if raw is None or (raw == "" and not isinstance(default, str)): return default
   if isinstance(default, bool): return raw.strip().lower() not in _FALSE_WORDS
   try: return type(default)(raw)
-  except ValueError: raise ValueError(f"environment variable {key}={raw!r} is not a valid {type(default).__name__}") from None
+  except ValueError: raise SwitchError(f"environment variable {key}={raw!r} is not a valid {type(default).__name__}") from None
 
 class ContextVar:
-  """One runtime switch: its value comes from the environment at start and can be overridden with `Context`."""
+  """One runtime switch: its value comes from the environment at start and can be overridden with `Context`; a
+  switch with `choices` takes only those values."""
   _cache: ClassVar[dict[str, ContextVar]] = {}
-  def __init__(self, key: str, default: Any):
+  def __init__(self, key: str, default: Any, choices: tuple = ()):
     if key in ContextVar._cache: raise ValueError(f"switch {key} is already defined")
-    self.key, self.default, self.value = key, default, getenv(key, default)
+    self.key, self.default, self.choices = key, default, choices
+    self.value = self.coerce(getenv(key, default))
     ContextVar._cache[key] = self
+  def coerce(self, v: Any) -> Any:
+    """`v` as this switch's type; SwitchError naming the switch and `v` when it isn't a value the switch can take."""
+    try: v = v if v is None or isinstance(self.default, (bool, float)) or isinstance(v, type(self.default)) else type(self.default)(v)
+    except (TypeError, ValueError): raise SwitchError(f"switch {self.key}={v!r} is not a valid {type(self.default).__name__}") from None
+    if self.choices and v not in self.choices: raise SwitchError(f"switch {self.key}={v!r} is not allowed; choose one of {', '.join(map(str, self.choices))}")
+    return v
   def __bool__(self) -> bool: return bool(self.value)
   def __eq__(self, x) -> bool: return self.value == (x.value if isinstance(x, ContextVar) else x)
   def __hash__(self) -> int: return id(self)
@@ -38,17 +49,20 @@ class Context(contextlib.ContextDecorator):
       raise KeyError(f"unknown switch(es) {unknown}; known: {sorted(ContextVar._cache)}")
     self.switches, self._saved = switches, []
   def __enter__(self) -> Context:
-    self._saved.append({k: ContextVar._cache[k].value for k in self.switches})
-    for k, v in self.switches.items():
-      var = ContextVar._cache[k]
-      var.value = v if v is None or isinstance(var.default, (bool, float)) or isinstance(v, type(var.default)) else type(var.default)(v)
+    values = {k: ContextVar._cache[k].coerce(v) for k, v in self.switches.items()}  # all checked before any is set
+    self._saved.append({k: ContextVar._cache[k].value for k in values})
+    for k, v in values.items(): ContextVar._cache[k].value = v
     return self
   def __exit__(self, *exc) -> None:
     for k, v in self._saved.pop().items(): ContextVar._cache[k].value = v
 
 # the switches every layer reads (defaults follow tinygrad's documentation)
 DEBUG, DEV, BEAM, BEAM_ESTIMATE = ContextVar("DEBUG", 0), ContextVar("DEV", ""), ContextVar("BEAM", 0), ContextVar("BEAM_ESTIMATE", 1)
-NOOPT, DEFAULT_FLOAT, DEFAULT_INT = ContextVar("NOOPT", 0), ContextVar("DEFAULT_FLOAT", "float32"), ContextVar("DEFAULT_INT", "int32")
+# the spellings of ir.dtype's float and int dtypes (which imports this module; tests/ir/test_switches.py keeps them in step)
+FLOAT_NAMES = ("fp8e4m3", "fp8e5m2", "float16", "half", "bfloat16", "float32", "float", "float64", "double")
+INT_NAMES = ("int8", "char", "uint8", "uchar", "int16", "short", "uint16", "ushort", "int32", "int", "uint32", "uint", "int64", "long", "uint64", "ulong")
+NOOPT = ContextVar("NOOPT", 0)
+DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32", FLOAT_NAMES), ContextVar("DEFAULT_INT", "int32", INT_NAMES)
 IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
 JIT, JIT_BATCH_SIZE, CAPTURING = ContextVar("JIT", 1), ContextVar("JIT_BATCH_SIZE", 32), ContextVar("CAPTURING", 1)
 VIZ = ContextVar("VIZ", 0)
@@ -58,3 +72,4 @@ CCACHE, SCACHE, TRAINING = ContextVar("CCACHE", 1), ContextVar("SCACHE", 1), Con
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)
 TC = ContextVar("TC", 1)  # 0: the heuristics and BEAM don't use tensor cores
+HCQDEV_WAIT_TIMEOUT_MS = ContextVar("HCQDEV_WAIT_TIMEOUT_MS", 30000)  # how long a queue wait may go without progress

@@ -1,7 +1,7 @@
 import json, os, pathlib, subprocess, sys
 import pytest
 ROOT = pathlib.Path(__file__).parents[2]
-from ir.switches import Context, ContextVar, getenv, DEBUG, BEAM, JIT, PROFILE, VIZ
+from ir.switches import Context, ContextVar, SwitchError, getenv, DEBUG, BEAM, DEFAULT_FLOAT, DEFAULT_INT, JIT, PROFILE, VIZ
 
 def test_getenv_is_typed_by_default_and_cached(monkeypatch):
   monkeypatch.setenv("TG_TEST_INT", "7")
@@ -20,7 +20,7 @@ def test_getenv_bad_value_names_the_variable(monkeypatch):
 
 DOCUMENTED_DEFAULTS = {"DEBUG": 0, "DEV": "", "BEAM": 0, "BEAM_ESTIMATE": 1, "NOOPT": 0, "DEFAULT_FLOAT": "float32", "DEFAULT_INT": "int32",
   "IMAGE": 0, "FLOAT16": 0, "JIT": 1, "JIT_BATCH_SIZE": 32, "VIZ": 0, "PROFILE": 0, "ALLOW_TF32": 0, "WEBGPU_BACKEND": "",
-  "CUDA_PATH": "", "CCACHE": 1, "SCACHE": 1, "TRAINING": 0}
+  "CUDA_PATH": "", "CCACHE": 1, "SCACHE": 1, "TRAINING": 0, "HCQDEV_WAIT_TIMEOUT_MS": 30000}
 
 def test_every_documented_switch_has_its_default():
   env = {k: v for k, v in os.environ.items() if k not in DOCUMENTED_DEFAULTS}
@@ -74,3 +74,24 @@ def test_contextvar_defined_twice_is_an_error():
 def test_context_coerces_to_switch_type():
   with Context(DEBUG="3"): assert DEBUG.value == 3
   _ = (PROFILE, VIZ)
+
+def test_context_bad_value_names_the_switch_and_sets_nothing():
+  with pytest.raises(SwitchError, match=r"DEBUG='x' is not a valid int"): Context(DEBUG="x").__enter__()
+  with pytest.raises(SwitchError, match="DEFAULT_FLOAT='int32'"):
+    with Context(BEAM=5, DEFAULT_FLOAT="int32"): pass
+  assert BEAM.value == 0 and DEFAULT_FLOAT.value == "float32", "a rejected Context changes no switch"
+
+def test_default_dtypes_must_be_of_their_kind():
+  from ir.dtype import dtypes
+  with pytest.raises(SwitchError, match=r"DEFAULT_FLOAT='int32' is not allowed; choose one of .*float16"): Context(DEFAULT_FLOAT="int32").__enter__()
+  with pytest.raises(SwitchError, match=r"DEFAULT_INT='float32' is not allowed; choose one of .*int64"): Context(DEFAULT_INT="float32").__enter__()
+  with pytest.raises(SwitchError, match="DEFAULT_FLOAT='float128'"): Context(DEFAULT_FLOAT="float128").__enter__()
+  with Context(DEFAULT_FLOAT="half", DEFAULT_INT="int64"): assert (dtypes.default_float, dtypes.default_int) == (dtypes.float16, dtypes.int64)
+  for key, value in (("DEFAULT_FLOAT", "int32"), ("DEFAULT_INT", "float32")):
+    out = subprocess.run([sys.executable, "-c", "import tg"], env={**os.environ, key: value}, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 1 and f"SwitchError: switch {key}={value!r} is not allowed" in out.stderr, out.stderr[-2000:]
+
+def test_default_dtype_choices_are_the_dtypes_of_that_kind():
+  from ir.dtype import DTYPES_BY_NAME, dtypes
+  assert set(DEFAULT_FLOAT.choices) == {n for n, d in DTYPES_BY_NAME.items() if dtypes.is_float(d)}
+  assert set(DEFAULT_INT.choices) == {n for n, d in DTYPES_BY_NAME.items() if dtypes.is_int(d)}
