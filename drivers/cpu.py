@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
-from ir.switches import DEV, NUM_CPU_THREADS
+from ir.switches import DEV, NUM_CPU_THREADS, SwitchError
 from ir.target import parse_targets, split_cpu_arch, target_for
 from codegen.llvmir import LLVMRenderer
 from codegen.llvm_compiler import LLVMCompiler, host_isa
@@ -57,7 +57,8 @@ class CPUDevice(HCQCompiled):
     isa, cpu, features = split_cpu_arch(target.arch)
     if isa and isa != host_isa(): raise ValueError(f"CPU target {target.arch!r} is for {isa}; this machine runs {host_isa()}")
     self._pool: ThreadPoolExecutor | None = None
-    compiler = LLVMCompiler(isa, cpu, features)
+    try: compiler = LLVMCompiler(isa, cpu, features, runs_here=True)
+    except ValueError as e: raise SwitchError(f"DEV={DEV.value!r}: {e}") from None
     super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features), compiler, self._program, SoftwareQueue, SoftwareCopyQueue)
     self.engines = {"compute": SoftwareEngine(self, "compute"), "copy": SoftwareEngine(self, "copy")}
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 class Target:
   device: str = ""            # upper-cased; "" applies to every device
   renderer: str = ""          # upper-cased; "" means "choose for me"
-  arch: str = ""              # verbatim: a CPU or GPU name, optionally followed by ",feature,-feature"
+  arch: str = ""              # verbatim: a CPU or GPU name and/or features: "znver2,+avx2,-avx512f", "+avx2"
   interface: str = ""         # how the device is reached: "" (the OS driver), MOCK, USB, PCI, ...
   indices: tuple[int, ...] = ()  # visible-device filter from the interface part
 
@@ -33,17 +33,18 @@ def _parse_indices(text: str, whole: str) -> tuple[int, ...]:
 
 def parse_target(text: str) -> Target:
   """One target. Raises ValueError quoting `text` when it is malformed."""
-  if text.count("+") > 1: raise ValueError(f"malformed DEV target {text!r}: more than one '+'")
-  iface_part, _, dev_part = text.rpartition("+")
-  if "+" in text and not dev_part: raise ValueError(f"malformed DEV target {text!r}: no device after '+'")
+  head, plus, rest = text.partition("+")
+  has_iface = bool(plus) and head.count(":") <= 1  # a '+' after the second ':' is in the arch: "CPU:LLVM:+avx2"
+  iface_part, dev_part = (head, rest) if has_iface else ("", text)
+  if has_iface and not dev_part: raise ValueError(f"malformed DEV target {text!r}: no device after '+'")
   parts = dev_part.split(":")
   if len(parts) > 3: raise ValueError(f"malformed DEV target {text!r}: more than three ':'-separated parts")
   if any(not p.replace("_", "").isalnum() for p in parts[:2] if p):
     raise ValueError(f"malformed DEV target {text!r}: device and renderer must be names")
   device, renderer, arch = (parts + ["", ""])[:3]
-  iface, _, idx = iface_part.partition(":")
-  if "+" in text and not iface: raise ValueError(f"malformed DEV target {text!r}: empty interface before '+'")
-  return Target(device.upper(), renderer.upper(), arch, iface.upper(), _parse_indices(idx, text) if idx else ())
+  iface, colon, idx = iface_part.partition(":")
+  if has_iface and not iface: raise ValueError(f"malformed DEV target {text!r}: empty interface before '+'")
+  return Target(device.upper(), renderer.upper(), arch, iface.upper(), _parse_indices(idx, text) if colon else ())
 
 def parse_targets(text: str) -> tuple[Target, ...]:
   """All targets of a DEV string; empty entries between `;` are ignored."""

@@ -17,6 +17,12 @@ DOC_EXAMPLES = {
   "cpu": Target("CPU"),
   "nv:ptx": Target("NV", "PTX"),
   "CPU": Target("CPU"),
+  # features in the arch: a '+' after the second ':' is part of it, not an interface
+  "CPU:LLVM:+avx2": Target("CPU", "LLVM", "+avx2"),
+  "CPU:LLVM:x86_64,+avx2": Target("CPU", "LLVM", "x86_64,+avx2"),
+  "CPU::znver2,+avx2,-fma": Target("CPU", "", "znver2,+avx2,-fma"),
+  "MOCK+CPU:LLVM:+avx2,+fma": Target("CPU", "LLVM", "+avx2,+fma", "MOCK"),
+  "PCI:0-1+NULL:LLVM:+avx2": Target("NULL", "LLVM", "+avx2", "PCI", (0, 1)),
 }
 
 @pytest.mark.parametrize("text", list(DOC_EXAMPLES))
@@ -30,7 +36,7 @@ def test_several_targets_and_lookup():
   assert target_for(ts, "AMD") == Target("AMD")
   assert target_for(parse_targets(":LLVM"), "CPU") == Target("", "LLVM")
 
-@pytest.mark.parametrize("bad", ["USB+PCI+AMD", "CPU:LLVM:x86:extra", "+AMD", "PCI:x+AMD", "USB+", "C-PU", "CPU:LL VM"])
+@pytest.mark.parametrize("bad", ["USB+PCI+AMD", "CPU:LLVM:x86:extra", "+AMD", "PCI:x+AMD", "USB+", "C-PU", "CPU:LL VM", "PCI:+AMD", "CPU:+avx2"])
 def test_malformed_quotes_the_string(bad):
   with pytest.raises(ValueError) as e: parse_targets(bad)
   assert repr(bad) in str(e.value)
@@ -42,4 +48,5 @@ def test_split_cpu_arch():
   assert split_cpu_arch("x86_64,znver2,avx2,-avx512f") == ("x86_64", "znver2", ("+avx2", "-avx512f"))
   assert split_cpu_arch("znver2") == ("", "znver2", ())
   assert split_cpu_arch("+avx2,-fma") == ("", "", ("+avx2", "-fma"))
+  assert split_cpu_arch(parse_target("CPU:LLVM:x86_64,+avx2").arch) == ("x86_64", "", ("+avx2",))
   assert split_cpu_arch("") == ("", "", ())
