@@ -10,21 +10,23 @@ import atexit, json, os, queue, tempfile, threading, time
 from dataclasses import dataclass
 from typing import Any, Callable
 import numpy as np
-from ir.switches import DEBUG, PROFILE, getenv
+from ir.switches import DEBUG, HCQDEV_WAIT_TIMEOUT_MS, PROFILE
 from ir.dtype import dtypes
 from ir.uop import UOp, sym_infer
 from drivers.device import Compiled, Device
 
-WAIT_TIMEOUT_MS = getenv("HCQDEV_WAIT_TIMEOUT_MS", 30000)
+WAIT_TIMEOUT_MS = HCQDEV_WAIT_TIMEOUT_MS.value  # the value at start, for waits that don't read the switch (drivers/nv)
 
 class HCQTimeoutError(RuntimeError): pass
 
 class HCQSignal:
   """value (u64) and timestamp (u64, in ticks of `ticks_per_us`) at `mem` (16 bytes the device can write); `va` is
-  where the device's engines see them (None for software engines)."""
-  def __init__(self, mem: np.ndarray, owner: str, name: str = "signal", va: int | None = None, ticks_per_us: int = 1):
+  where the device's engines see them (None for software engines). `busy(seen)`: whether the engines that write it
+  are working now (`seen`: engines already asked, for waits that wait on each other)."""
+  def __init__(self, mem: np.ndarray, owner: str, name: str = "signal", va: int | None = None, ticks_per_us: int = 1,
+               busy: Callable[[frozenset], bool] = lambda seen: False):
     assert mem.dtype == np.uint64 and mem.size >= 2
-    self.mem, self.owner, self.name, self.va, self.ticks_per_us = mem, owner, name, va, ticks_per_us
+    self.mem, self.owner, self.name, self.va, self.ticks_per_us, self.busy = mem, owner, name, va, ticks_per_us, busy
   def __repr__(self) -> str: return f"<{self.name} of {self.owner} = {self.value}>"
   @property
   def value(self) -> int: return int(self.mem[0])
@@ -34,18 +36,20 @@ class HCQSignal:
   def timestamp(self) -> float: return float(self.mem[1]) / self.ticks_per_us
   def stamp(self) -> None: self.mem[1] = int(time.perf_counter() * 1e6)
   def wait(self, value: int, timeout_ms: int | None = None, failed: Callable[[], bool] = lambda: False) -> None:
-    """Block until value >= `value`, or until `failed()` (the writer has stopped); HCQTimeoutError naming the device,
-    signal and the value seen."""
-    timeout_ms = WAIT_TIMEOUT_MS if timeout_ms is None else timeout_ms
-    deadline = time.perf_counter() + timeout_ms / 1000
-    spins = 0
+    """Block until value >= `value`, or until `failed()` (the writer has stopped). The timeout (HCQDEV_WAIT_TIMEOUT_MS
+    by default) is time without progress: it starts again when the value moves or the writer is busy, so a long
+    kernel is no timeout. HCQTimeoutError names the device, the signal, the value seen and the value waited for."""
+    timeout_ms = HCQDEV_WAIT_TIMEOUT_MS.value if timeout_ms is None else timeout_ms
+    seen, deadline, spins = self.value, time.perf_counter() + timeout_ms / 1000, 0
     while self.mem[0] < value:
       spins += 1
       if spins > 1000:
         time.sleep(50e-6)
         if failed(): return
       if time.perf_counter() > deadline:
-        raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")
+        if self.value == seen and not self.busy(frozenset()):
+          raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")
+        seen, deadline = self.value, time.perf_counter() + timeout_ms / 1000
 
 @dataclass(frozen=True)
 class PatchSlot:
@@ -103,9 +107,18 @@ class SoftwareEngine:
   def __init__(self, dev: HCQCompiled, name: str, depth: int = 256):
     self.dev, self.name = dev, name
     self.pending: queue.Queue = queue.Queue(maxsize=depth)
+    self.blocked: tuple[HCQSignal, int] | None = None  # what its current wait command waits for
     threading.Thread(target=self._loop, name=f"tg-{dev.device}-{name}", daemon=True).start()
     atexit.register(self.drain)  # a kernel still running while the interpreter frees its buffers would crash it
   def submit(self, words: list[Any]) -> None: self.pending.put(words)
+  def busy(self, seen: frozenset) -> bool:
+    """Working now: it holds unfinished command lists and isn't waiting for a signal whose writers are idle."""
+    blocked = self.blocked
+    return self not in seen and self.pending.unfinished_tasks > 0 and (blocked is None or blocked[0].busy(seen | {self}))
+  def describe(self) -> str:
+    blocked, n = self.blocked, self.pending.unfinished_tasks
+    doing = f"waits for {blocked[0].name} of {blocked[0].owner} (at {blocked[0].value}) to reach {blocked[1]}" if blocked else "runs commands"
+    return f"{self.dev.device} {self.name} engine {doing} ({n} command list{'s' if n != 1 else ''} unfinished)"
   def drain(self, timeout: float = 30.0) -> None:
     """Wait, at most `timeout` seconds, until every submitted command list has run."""
     with self.pending.all_tasks_done:
@@ -122,7 +135,9 @@ class SoftwareEngine:
     while i < len(words):
       cmd = words[i]
       if cmd == "wait":
-        words[i + 1].wait(words[i + 2])
+        self.blocked = (words[i + 1], words[i + 2])
+        try: words[i + 1].wait(words[i + 2])
+        finally: self.blocked = None
         i += 3
       elif cmd == "signal":
         sig, value = words[i + 1], words[i + 2]
@@ -186,6 +201,7 @@ class HCQCompiled(Compiled):
     self.compute_queue_t, self.copy_queue_t = compute_queue, copy_queue
     self.signal_pool, self.signal_va = signal_memory if signal_memory is not None else (np.zeros(2 * 4096, dtype=np.uint64), None)
     self._next_signal = 0
+    self.engines: dict[str, SoftwareEngine] = {}  # software engines (CPU, PYTHON); hardware queues are the driver's
     self.timeline_signal, self.timeline_value = self.new_signal("timeline"), 1
     self.submissions, self.error = 0, None
     self._timing = [self.new_signal(f"timing{i}") for i in range(64)]  # a ring: read right after their kernel
@@ -194,7 +210,7 @@ class HCQCompiled(Compiled):
     if self._next_signal >= len(self.signal_pool) // 2: raise RuntimeError(f"{self.device}: out of signals")
     at = 2 * self._next_signal
     sig = HCQSignal(self.signal_pool[at:at + 2], self.device, name, None if self.signal_va is None else self.signal_va + 8 * at,
-                    self.timestamp_ticks_per_us)
+                    self.timestamp_ticks_per_us, self.busy)
     self._next_signal += 1
     sig.value = value
     return sig
@@ -207,8 +223,11 @@ class HCQCompiled(Compiled):
     """What the device reports about a failure of its engines (a channel error), or None."""
     return None
   def busy_queues(self) -> str | None:
-    """Which hardware queues still hold unfinished work (for timeout messages), or None."""
-    return None
+    """Which queues still hold unfinished work and what they wait for (for timeout messages), or None."""
+    return "; ".join(e.describe() for e in self.engines.values() if e.pending.unfinished_tasks) or None
+  def busy(self, seen: frozenset) -> bool:
+    """Whether an engine of this device is working now (a wait's timeout starts again while one is)."""
+    return any(e.busy(seen) for e in self.engines.values())
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1

@@ -183,3 +183,51 @@ def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
   for _ in range(2):
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+class Sleeper:
+  """A program whose execution takes `seconds` (a kernel longer than the wait timeout)."""
+  def __init__(self, seconds: float): self.seconds = seconds
+  def execute(self, args, global_size, local_size): time.sleep(self.seconds)
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_a_kernel_longer_than_the_timeout_is_no_timeout(name):
+  dev = Device[name]
+  with Context(HCQDEV_WAIT_TIMEOUT_MS=30):
+    start = time.perf_counter()
+    for _ in range(2): dev.compute_queue().exec(Sleeper(0.3), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    dev.synchronize()
+    assert time.perf_counter() - start >= 0.6
+
+def test_waiting_on_another_device_that_is_working_is_no_timeout():
+  cpu, py = Device["CPU"], Device["PYTHON"]
+  done = py.new_signal("done")
+  with Context(HCQDEV_WAIT_TIMEOUT_MS=30):
+    py.compute_queue().exec(Sleeper(0.4), [], (1, 1, 1), (1, 1, 1)).signal(done, 1).submit(py)
+    cpu.compute_queue().wait(done, 1).signal(cpu.timeline_signal, cpu.next_timeline()).submit(cpu)
+    cpu.synchronize()  # CPU's engine waits for PYTHON's, which is running a kernel
+    assert done.value == 1
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_timeout_names_the_stuck_queue_and_what_it_waits_for(name):
+  dev = Device[name]
+  never = dev.new_signal("never")
+  dev.compute_queue().wait(never, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  with Context(HCQDEV_WAIT_TIMEOUT_MS=80):
+    start = time.perf_counter()
+    with pytest.raises(HCQTimeoutError, match=rf"{name}: timeline is \d+, waited 80 ms for \d+; {name} compute engine waits for never of {name} \(at 0\) to reach 1"):
+      dev.synchronize()
+    assert time.perf_counter() - start < 5
+  never.value = 1
+  dev.synchronize()
+
+def test_long_cpu_kernel_with_a_short_timeout_from_the_environment():
+  """A reduction of 2**32 ones takes far longer than 10 ms: it completes, and the process exits when it is done."""
+  code = "import time; from tg import Tensor\nx = Tensor.ones(2**32).sum()\nstart = time.perf_counter()\nprint(x.item(), time.perf_counter() - start)\n"
+  env = {**os.environ, "HCQDEV_WAIT_TIMEOUT_MS": "10", "PYTHONPATH": ROOT, "DEV": "CPU"}
+  start = time.perf_counter()
+  done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+  total = time.perf_counter() - start
+  assert done.returncode == 0, done.stderr[-2000:]
+  value, seconds = done.stdout.split()
+  assert float(value) == 2**32 and float(seconds) > 0.05, done.stdout
+  assert total < float(seconds) + 30, "the process exits promptly once the kernel is done"
