@@ -5,7 +5,7 @@ import importlib, os
 from collections import defaultdict
 from typing import Any, Callable
 from ir.dtype import DType, PtrDType, dtypes
-from ir.switches import DEBUG, DEV
+from ir.switches import DEBUG, DEV, SwitchError
 from ir.target import parse_targets
 
 class GlobalCounters:
@@ -21,7 +21,9 @@ class GlobalCounters:
 # ---------------- allocators ----------------
 
 class Allocator:
-  """Device memory: `alloc` returns an opaque handle; `offset` makes a handle to part of one."""
+  """Device memory: `alloc` returns an opaque handle; `offset` makes a handle to part of one. `capacity`: the bytes
+  the device has (None: unknown); a buffer larger than that is refused before asking the device."""
+  capacity: int | None = None
   def alloc(self, size: int, options: Any = None) -> Any: raise NotImplementedError
   def free(self, opaque: Any, size: int, options: Any = None) -> None: pass
   def copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError
@@ -80,6 +82,8 @@ class Buffer:
       return self
     dev.check_dtype(self.dtype)
     if opaque is None:
+      if (cap := dev.allocator.capacity) is not None and self.nbytes > cap:  # refused now: an overcommitted host would fail later, while in use
+        raise MemoryError(f"can't allocate {self.nbytes} bytes on {self.device}: it has {cap} bytes of memory")
       try: opaque = dev.allocator.alloc(self.nbytes, self.options)
       except MemoryError as e: raise MemoryError(f"can't allocate {self.nbytes} bytes on {self.device}: {e}") from None
     self._buf = opaque
@@ -157,7 +161,7 @@ class _Device:
     if (where := DRIVERS[kind]) is None: raise DeviceUnavailable(f"{kind} unavailable: tg has no {kind} driver yet")
     module, cls = where.split(":")
     try: dev = getattr(importlib.import_module(module), cls)(name)
-    except DeviceUnavailable: raise
+    except (DeviceUnavailable, SwitchError): raise  # a bad switch value is the user's to fix, not a device to skip
     except Exception as e: raise DeviceUnavailable(f"{name} unavailable: {type(e).__name__}: {e}") from e
     if DEBUG >= 1: print(f"opened device {name} from pid:{os.getpid()}")
     self._opened[name] = dev

@@ -1,12 +1,14 @@
 """Host memory for devices whose kernels run in this process (CPU, PYTHON, NULL): 64-byte aligned numpy byte arrays;
-a sub-buffer is a slice of its base."""
+a sub-buffer is a slice of its base. A buffer larger than the machine's physical memory is refused."""
 from __future__ import annotations
+import os
 import numpy as np
 from drivers.device import LRUAllocator
 
 ALIGN = 64  # bytes: the widest vector register (AVX-512)
 
 class HostAllocator(LRUAllocator):
+  capacity = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
   def _alloc(self, size: int, options=None) -> np.ndarray:
     raw = np.empty(size + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN

@@ -1,4 +1,4 @@
-import ctypes.util, gc, os, subprocess, sys, pathlib
+import ctypes.util, gc, os, re, subprocess, sys, pathlib, time
 import numpy as np
 import pytest
 from ir.dtype import dtypes
@@ -93,3 +93,67 @@ def test_cpu_rejects_foreign_isa():
     with pytest.raises(ValueError, match="riscv64"): CPUDevice("CPU")
   with Context(DEV="CPU:CLANG"):
     with pytest.raises(ValueError, match="CLANG"): CPUDevice("CPU")
+
+def run_tg(code: str, **env) -> subprocess.CompletedProcess:
+  """`code` in a fresh interpreter with `env` added (DEV unset unless given): a bad target may end it."""
+  full = {k: v for k, v in os.environ.items() if k != "DEV"}
+  return subprocess.run([sys.executable, "-c", code], env={**full, **env}, capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+ADD_ONE = "from tg import Tensor; print((Tensor([1.0, 2.0]) * Tensor([3.0, 4.0]) + 1).tolist())"
+
+def test_bad_switch_value_is_named_not_hidden_as_no_device():
+  out = run_tg(ADD_ONE, HCQDEV_WAIT_TIMEOUT_MS="abc")
+  assert out.returncode == 1 and "HCQDEV_WAIT_TIMEOUT_MS='abc' is not a valid int" in out.stderr and "no usable devices" not in out.stderr, out.stderr[-2000:]
+  out = run_tg("from tg import Device; Device['CPU']", HCQDEV_WAIT_TIMEOUT_MS="abc")
+  assert out.returncode == 1 and "SwitchError" in out.stderr and "unavailable" not in out.stderr, out.stderr[-2000:]
+
+def host_features() -> tuple[list[str], list[str]]:
+  """(features this CPU has, features it lacks), as LLVM names them."""
+  import llvmlite.binding as llvm
+  feats = llvm.get_host_cpu_features()
+  return sorted(f for f, on in feats.items() if on), sorted(f for f, on in feats.items() if not on)
+
+def test_unknown_cpu_name_is_a_clear_error():
+  out = run_tg(ADD_ONE, DEV="CPU:LLVM:notacpu")
+  assert out.returncode == 1 and "LLVM ERROR" not in out.stderr, out.stderr[-2000:]
+  assert "SwitchError: DEV='CPU:LLVM:notacpu': 'notacpu' is not a CPU LLVM knows for" in out.stderr.splitlines()[-1]
+  out = run_tg(ADD_ONE, DEV="CPU:LLVM:+notafeature")
+  assert out.returncode == 1 and "LLVM knows no feature 'notafeature'" in out.stderr.splitlines()[-1], out.stderr[-2000:]
+
+def test_features_this_cpu_lacks_are_refused_by_name():
+  _, lacking = host_features()
+  if not lacking: pytest.skip("this CPU reports every feature LLVM knows")
+  out = run_tg(ADD_ONE, DEV=f"CPU:LLVM:+{lacking[0]}")
+  assert out.returncode == 1 and f"needs {lacking[0]}" in out.stderr.splitlines()[-1] and "which this machine's CPU lacks" in out.stderr, out.stderr[-2000:]
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="an x86 CPU model")
+def test_cpu_model_with_features_this_cpu_lacks_is_refused():
+  """bdver2 (AMD Piledriver) has XOP and FMA4, which no Intel CPU and no AMD CPU since Zen has: its code would die with SIGILL."""
+  if "xop" in host_features()[0]: pytest.skip("this CPU has XOP")
+  out = run_tg("from tg import Tensor; a = Tensor.rand(64, 64); print((a @ a).sum().item(), (a * a + a).sum().item())", DEV="CPU:LLVM:bdver2")
+  assert out.returncode == 1 and "xop" in out.stderr.splitlines()[-1] and "which this machine's CPU lacks" in out.stderr, (out.returncode, out.stderr[-2000:])
+  out = run_tg(ADD_ONE, DEV="CPU:LLVM:i386")  # a 32-bit CPU: LLVM can't make x86_64 code for it and would end the process
+  assert out.returncode == 1 and "SwitchError: DEV='CPU:LLVM:i386': LLVM can't compile for" in out.stderr and "64-bit" in out.stderr.splitlines()[-1], out.stderr[-2000:]
+
+def test_features_this_cpu_has_can_be_named():
+  have, _ = host_features()
+  feature = next(f for f in ("avx2", "sse4.2", "neon", "fp-armv8") if f in have)
+  for arch in (f"+{feature}", f"{os.uname().machine},+{feature}"):
+    out = run_tg(ADD_ONE, DEV=f"CPU:LLVM:{arch}")
+    assert out.returncode == 0 and out.stdout.split("\n")[0] == "[4.0, 9.0]", (arch, out.stderr[-2000:])
+
+def test_buffer_larger_than_the_device_is_refused_without_asking_it(monkeypatch):
+  alloc = Device["CPU"].allocator
+  assert alloc.capacity == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  monkeypatch.setattr(type(alloc), "_alloc", lambda self, size, options=None: pytest.fail("the allocator was asked"))
+  with pytest.raises(MemoryError, match=rf"can't allocate {alloc.capacity + 1} bytes on CPU: it has {alloc.capacity} bytes of memory"):
+    Buffer("CPU", alloc.capacity + 1, dtypes.uint8).allocate()
+
+def test_too_large_tensor_fails_at_once_and_the_process_exits():
+  n = Device["CPU"].allocator.capacity // 8 + 1024
+  if n > 2**34: pytest.skip("the kernel that fills it would have more iterations than a CPU kernel's int32 bounds hold")
+  code = f"from tg import Tensor\ntry: Tensor.ones({n}, dtype='float64').contiguous().realize()\nexcept MemoryError as e: print(e)\n"
+  start = time.perf_counter()
+  out = run_tg(code)
+  assert out.returncode == 0 and time.perf_counter() - start < 60, out.stderr[-2000:]
+  assert out.stdout == f"can't allocate {8 * n} bytes on CPU: it has {Device['CPU'].allocator.capacity} bytes of memory\n", out.stdout
