@@ -4,7 +4,7 @@ are first ranked by a static cost estimate and only the most promising are compi
 unoptimized kernel and the heuristics' choice, so the search never returns something it timed slower. Results are cached on
 disk per kernel, target and width, so a second run pays nothing."""
 from __future__ import annotations
-import math
+import json, math
 from typing import Callable
 from ir.ops import Ops, ALU
 from ir.switches import BEAM_ESTIMATE, DEBUG, TC
@@ -57,10 +57,22 @@ def estimate(k: Kernel, renderer: Renderer) -> float:
     elif u.op is Ops.VECTORIZE: cost += mult * len(u.src)
   return cost
 
+def encode_opts(opts: list[Opt]) -> bytes:
+  """Actions as the disk cache stores them: JSON [[op name, axis, amount], ...]."""
+  return json.dumps([[o.op.name, o.axis, o.amt] for o in opts]).encode()
+
+def decode_opts(blob: bytes) -> list[Opt] | None:
+  """What encode_opts wrote; None for anything else (the entry is then searched again)."""
+  try: items = json.loads(blob)
+  except (ValueError, RecursionError): return None
+  ok = isinstance(items, list) and all(isinstance(i, list) and len(i) == 3 and isinstance(i[0], str) and i[0] in OptOps.__members__
+                                       and all(type(v) is int for v in i[1:]) for i in items)
+  return [Opt(OptOps[op], axis, amt) for op, axis, amt in items] if ok else None
+
 def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str) -> list[Opt] | None:
   """The fastest action sequence found, or None when no candidate could be timed (the caller falls back)."""
   key = diskcache.key_of("beam", cache_key, width, ast)
-  if (hit := diskcache.get("beam", key)) is not None: return hit
+  if (blob := diskcache.get("beam", key)) is not None and (hit := decode_opts(blob)) is not None: return hit
   def timed(opts: list[Opt]) -> float:
     try: return time_opts(opts)
     except Exception as e:
@@ -92,4 +104,5 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     if not beam or beam[0][1] >= best[1]: break
     best = beam[0]
   if not math.isfinite(best[1]): return None
-  return diskcache.put("beam", key, best[0])
+  diskcache.put("beam", key, encode_opts(best[0]))
+  return best[0]
