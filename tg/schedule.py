@@ -8,7 +8,7 @@ through a plain reshape is then fused into that kernel, so elementwise work afte
 Before any of this, factors that don't vary along a sum's axes move out of it (so equal sums meet as one node), and big
 reductions are split in two kernels."""
 from __future__ import annotations
-import functools, operator, sys
+import collections, functools, operator, sys
 from dataclasses import dataclass, field
 from ir.dtype import dtypes
 from ir.helpers import prod
@@ -27,8 +27,14 @@ EXPENSIVE_ALU_OPS = 8
 # elements as there are outputs, are split in two kernels (up to SPLIT_MAX_OUTPUT partial results); a convolution's
 # weight gradient qualifies: a chunk of the batch then stays in cache while every output reads it
 SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 0.25, 1 << 22
+# a kernel that would hold more than this many (node, view) pairs (cat/pad chains multiply their views) stores an
+# intermediate instead, so lowering stays linear in the graph's size
+MAX_KERNEL_NODES = 1024
 # a product tree is split into at most this many factors when constants are pulled out of a sum (x*x*x*... shares nodes)
 MAX_FACTORS = 32
+
+class _KernelTooBig(Exception):
+  def __init__(self, views: collections.Counter): self.views = views  # how often each node was reached, so far
 
 @dataclass
 class ScheduleItem:
@@ -141,6 +147,7 @@ class Scheduler:
     targets, self.replaced = _rewrite_reductions(targets)
     self.targets = targets
     self.order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]
+    self.position = {u: i for i, u in enumerate(self.order)}
     self.devices: dict[UOp, str] = {}
     self.consumers: dict[UOp, list[UOp]] = {u: [] for u in self.order}
     for u in self.order:
@@ -263,6 +270,19 @@ class Scheduler:
     self.items.append(self._build_kernel(root, out, st, value))
 
   def _build_kernel(self, root: UOp, out: Buffer, out_st: ShapeTracker, value: UOp) -> ScheduleItem:
+    """The kernel storing `value` into `out`; while it is too big, the fused node nearest the root that it reads through
+    several views is stored first (scheduled now: everything that node reads is already scheduled)."""
+    while True:
+      try: return self._fused_kernel(root, out, out_st, value, MAX_KERNEL_NODES)
+      except _KernelTooBig as big: views = big.views
+      shared = [n for n, count in views.items() if count > 1 and n is not root and n.op in ELEMENTWISE and n not in self.roots]
+      if not shared: return self._fused_kernel(root, out, out_st, value)
+      split = max(shared, key=self.position.__getitem__)
+      self.roots.add(split)
+      self._schedule_root(split)
+
+  def _fused_kernel(self, root: UOp, out: Buffer, out_st: ShapeTracker, value: UOp, limit: int | None = None) -> ScheduleItem:
+    """The kernel with every non-root node fused in; raises _KernelTooBig past `limit` (node, view) pairs."""
     bufs: list[Buffer] = [out]
     reads: dict[Buffer, int] = {}
     memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
@@ -273,6 +293,7 @@ class Scheduler:
     def build(n: UOp, st: ShapeTracker) -> UOp:
       if (hit := memo.get((n, st))) is not None: return hit
       memo[(n, st)] = ret = _build(n, st)
+      if limit is not None and len(memo) > limit: raise _KernelTooBig(collections.Counter(n for n, _ in memo))
       return ret
     def _build(n: UOp, st: ShapeTracker) -> UOp:
       if n is not root and (n in self.becomes or n.op is Ops.BUFFER):
