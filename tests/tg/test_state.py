@@ -3,7 +3,7 @@
 Files written by safe_save are checked against the safetensors layout with a small reader written here (an 8-byte
 little-endian header length, a JSON header of {name: {dtype, shape, data_offsets}} plus an optional __metadata__, then
 the data section, tensors back to back). Every test writes into its own tmp_path: a DISK device stays open per path."""
-import json, os, pathlib, struct
+import json, os, pathlib, struct, subprocess, sys
 import numpy as np
 import pytest
 from tg import Tensor, dtypes, nn
@@ -383,6 +383,67 @@ def test_bad_header_entries(tmp_path):
   for i, entry in enumerate([{**header["alpha"], "dtype": "F128"}, {"dtype": "F32", "shape": [2, 3]}, "not a dict",
                              {**header["alpha"], "data_offsets": [0]}]):
     _raises(_write(tmp_path, f"entry{i}.safetensors", {**header, "alpha": entry}, data), "'alpha'")
+
+def test_overlapping_offsets_gaps_and_trailing_bytes(tmp_path):
+  """As the reference reader requires, the tensors sorted by offset tile the data section exactly."""
+  _, raw, header, start = _good_file(tmp_path)
+  data = raw[start:]
+  (a0, a1), (b0, b1) = header["alpha"]["data_offsets"], header["beta"]["data_offsets"]
+  assert (a0, a1, b0) == (0, 24, 24) and b1 == len(data)
+  # beta also claims the last 8 bytes of alpha: two tensors over the same bytes
+  h = {**header, "alpha": {**header["alpha"], "shape": [2, 2], "data_offsets": [0, 16]},
+       "gamma": {"dtype": "I16", "shape": [8], "data_offsets": [8, 24]}}
+  _raises(_write(tmp_path, "overlap.safetensors", h, data), "'gamma'", "overlaps", "'alpha'")
+  _raises(_write(tmp_path, "same.safetensors", {**header, "beta": {**header["alpha"]}}, data), "overlaps")
+  h = {**header, "alpha": {**header["alpha"], "shape": [2, 2], "data_offsets": [0, 16]}}
+  _raises(_write(tmp_path, "gap.safetensors", h, data), "[16, 24)", "belong to no tensor")
+  _raises(_write(tmp_path, "trailing.safetensors", header, data + b"\0" * 8), f"has {len(data) + 8} bytes", f"end at byte {len(data)}")
+
+def test_duplicate_keys(tmp_path):
+  _, raw, header, start = _good_file(tmp_path)
+  alpha, beta = json.dumps(header["alpha"]), json.dumps(header["beta"])
+  head = f'{{"alpha": {alpha}, "beta": {beta}, "alpha": {alpha}}}'.encode()  # json.loads would keep the second 'alpha'
+  _raises(_write(tmp_path, "dup.safetensors", head, raw[start:]), "duplicate key 'alpha'")
+  inner = json.dumps(header["beta"])[:-1] + ', "dtype": "U8"}'
+  _raises(_write(tmp_path, "dup_field.safetensors", f'{{"alpha": {alpha}, "beta": {inner}}}'.encode(), raw[start:]), "duplicate key 'dtype'")
+
+@pytest.mark.parametrize("field,value,words", [
+  ("data_offsets", [0.0, 24.0], ["data_offsets [0.0, 24.0]"]), ("data_offsets", ["0", "24"], ["data_offsets"]),
+  ("data_offsets", [0, 24, 48], ["data_offsets"]), ("shape", "23", ["shape 23"]), ("shape", [2, "3"], ["shape"]),
+  ("shape", [True, 6], ["shape [True, 6]"]), ("shape", [-2, -3], ["shape [-2, -3]"]), ("shape", [1] * 65, ["at most 64"]),
+  ("shape", [0, 2**62], ["too big to index"]), ("dtype", ["F32"], ["dtype"]), ("dtype", None, ["dtype"])])
+def test_wrong_json_types(tmp_path, field, value, words):
+  """Every malformed entry is a ValueError naming the file, the tensor and the field (not a TypeError from inside)."""
+  _, raw, header, start = _good_file(tmp_path)
+  h = {**header, "alpha": {**header["alpha"], field: value}}
+  _raises(_write(tmp_path, "types.safetensors", h, raw[start:]), "'alpha'", *words)
+
+def test_malformed_json_structure(tmp_path):
+  _, raw, header, start = _good_file(tmp_path)
+  _raises(_write(tmp_path, "deep.safetensors", b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b""), "RecursionError")
+  _raises(_write(tmp_path, "meta.safetensors", {**header, "__metadata__": {"k": 1}}, raw[start:]), "__metadata__")
+  _raises(_write(tmp_path, "meta2.safetensors", {**header, "__metadata__": ["k"]}, raw[start:]), "__metadata__")
+  _raises(_write(tmp_path, "bigint.safetensors", b'{"a": {"dtype": "U8", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 0]}}', b""), "JSON")
+
+def test_file_truncated_after_loading(tmp_path):
+  """safe_load's tensors read the file lazily; if another process truncates it meanwhile, reading is an OSError naming
+  the file, offset and size (a mapped file would kill the process with SIGBUS; run in a child so that can't end pytest)."""
+  fn = tmp_path / "t.safetensors"
+  safe_save({"x": Tensor(np.arange(100_000, dtype=np.float32))}, fn)
+  code = f"""import os, sys
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parents[2])!r})
+from tg.nn.state import safe_load
+out = safe_load({str(fn)!r})
+print(out["x"][:4].numpy().tolist())
+os.truncate({str(fn)!r}, 1000)
+try: out["x"].numpy()
+except OSError as e: print("OSError", e)"""
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, f"the reader died (exit {p.returncode}; -7 is SIGBUS): {p.stderr[-2000:]}"
+  lines = p.stdout.splitlines()
+  assert lines[0] == "[0.0, 1.0, 2.0, 3.0]"
+  start = 8 + struct.unpack("<Q", fn.read_bytes()[:8])[0]
+  assert lines[1].startswith(f"OSError {fn}: can't read 400000 bytes at offset {start}: the file is now 1000 bytes"), lines
 
 # ---------------- get_state_dict / load_state_dict ----------------
 

@@ -5,7 +5,7 @@ The torch checkpoints under fixtures/ were written by torch.save (regenerate wit
 need torch itself skip when it isn't installed. Everything else builds its files here: pickles that name torch globals
 are made by pickling stand-in classes and renaming their GLOBAL opcodes (protocol 2 spells them as text lines), GGUF
 files by a small writer below with numpy reference quantizers for the documented block layouts."""
-import io, pathlib, pickle, struct, tarfile, zipfile
+import io, pathlib, pickle, struct, subprocess, sys, tarfile, zipfile
 from collections import OrderedDict
 import numpy as np
 import pytest
@@ -76,9 +76,13 @@ class _Stub:
 class FloatStorage(_Stub): pass
 class HalfStorage(_Stub): pass
 class FloatTensor(_Stub): pass
+class device(_Stub):
+  """Pickles as torch.device(type, index)."""
+  def __init__(self, kind, index): self.kind, self.index = kind, index
+  def __reduce__(self): return device, (self.kind, self.index)
 def _rebuild_tensor_v2(*args): pass
 def _system(*args): pass
-RENAMES = {FloatStorage: "torch\nFloatStorage", HalfStorage: "torch\nHalfStorage", FloatTensor: "torch\nFloatTensor",
+RENAMES = {FloatStorage: "torch\nFloatStorage", HalfStorage: "torch\nHalfStorage", FloatTensor: "torch\nFloatTensor", device: "torch\ndevice",
            _rebuild_tensor_v2: "torch._utils\n_rebuild_tensor_v2", _system: "os\nsystem"}
 
 class _Call:
@@ -179,7 +183,8 @@ def test_refuses_code_execution(tmp_path, layout, target):
                      struct.pack("<q", 1) + b"\0" * 4)
   else: _write_tar_checkpoint(path, {"s0": np.zeros(1)}, {1: ("s0", 0, (1,), (1,))}, {"w": _Pid("1"), "x": payload})
   with pytest.raises(pickle.UnpicklingError, match=target.replace(".", r"\.")) as e: torch_load(path)
-  assert isinstance(e.value, UnsafeGlobalError)
+  assert isinstance(e.value, UnsafeGlobalError) and isinstance(e.value, ValueError)  # what a user can cause is a ValueError
+  assert str(e.value).startswith(f"{path}: ") and "opcode at" in str(e.value)
   assert not marker.exists()
 
 def test_refuses_other_globals(tmp_path):
@@ -197,6 +202,18 @@ def test_pickle_cannot_alter_allowed_globals(tmp_path, expected):
       with pytest.raises(ValueError, match=r"b\.pt: corrupt"): torch_load(tmp_path / "b.pt")
   assert dtypes.float32.itemsize == 4
   _check_fixture(torch_load(FIXTURES / "torch_zip.pt"), expected)
+
+def test_non_tensor_values(tmp_path):
+  """The other values a checkpoint holds go through the allowed globals (checked stand-ins now) and are skipped; a
+  state_dict's `_metadata` attribute (a BUILD on the OrderedDict) is dropped."""
+  sd = OrderedDict(w=_tensor_call("0", FloatStorage, 2, 0, (2,), (1,)))
+  sd._metadata = OrderedDict([("", {"version": 1})])
+  obj = {"state_dict": sd, "device": device("cuda", 0), "tags": {"a", ("b", 1)}, "frozen": frozenset([1.5]), "raw": bytearray(b"\x00\xff"),
+         "z": 1 + 2j, "ids": {(1, 2): "pair"}}
+  _write_zip(tmp_path / "values.pt", obj, {"0": np.float32([1, 2]).tobytes()})
+  assert b"ctorch\ndevice\n" in (data := _dumps(obj)) and pickle.BUILD in data
+  out = torch_load(tmp_path / "values.pt")
+  assert list(out) == ["w"] and out["w"].numpy().tolist() == [1, 2]
 
 # ---- corrupt and truncated files ----
 def test_corrupt_zip(tmp_path):
@@ -498,6 +515,33 @@ def test_tar_errors(tmp_path):
   with pytest.raises(ValueError, match=r"sum\.tar: tar header at offset 1536 has a bad checksum"): tar_extract(tmp_path / "sum.tar")
   (tmp_path / "cut.tar").write_bytes(raw[:1536 + 512 + 100])
   with pytest.raises(ValueError, match=r"tar member 'b' .* at offset 2048, past the end"): tar_extract(tmp_path / "cut.tar")
+  # a pax size record that isn't a number
+  with tarfile.open(tmp_path / "pax.tar", "w", format=tarfile.PAX_FORMAT) as tf:
+    info = tarfile.TarInfo("a")
+    info.size, info.pax_headers = 3, {"size": "3"}
+    tf.addfile(info, io.BytesIO(b"abc"))
+  raw = bytearray((tmp_path / "pax.tar").read_bytes().replace(b"size=3", b"size=x"))
+  raw[148:156] = b"%06o\0 " % (sum(raw[:148]) + 256 + sum(raw[156:512]))
+  (tmp_path / "pax.tar").write_bytes(bytes(raw))
+  with pytest.raises(ValueError, match=r"pax\.tar: pax header before offset 1024 gives the size 'x'"): tar_extract(tmp_path / "pax.tar")
+
+def test_file_truncated_while_loading(tmp_path):
+  """The loaders read a file through its descriptor: one cut short by another process after it was opened gives a
+  ValueError naming the file and the range (a mapping would raise SIGBUS: the reads run in a child process)."""
+  path = tmp_path / "f.bin"
+  path.write_bytes(bytes(range(256)) * 64)
+  code = f"""import os, sys
+sys.path.insert(0, {str(pathlib.Path(__file__).resolve().parents[2])!r})
+from tg.nn.tar import ByteSource
+src = ByteSource({str(path)!r})
+print(list(src.read(1, 3)), flush=True)
+os.truncate({str(path)!r}, 100)
+try: src.read(8000, 100, "a tensor")
+except ValueError as e: print("ValueError", e)"""
+  p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, f"the reader died (exit {p.returncode}; -7 is SIGBUS): {p.stderr[-2000:]}"
+  assert p.stdout.splitlines() == ["[1, 2, 3]", f"ValueError {path}: a tensor at offset 8000 (100 bytes) can't be read: the file is now 100 bytes, "
+                                                "it had 16384 when it was opened (truncated by another process?)"]
 
 if __name__ == "__main__":
   import torch

@@ -170,8 +170,9 @@ def gguf_load(fn_or_tensor: str | os.PathLike | Tensor) -> tuple[dict[str, Any],
     tname, block, block_bytes = GGML_TYPES[ggml_type]
     if ggml_type not in PLAIN_TYPES and ggml_type not in DEQUANTIZERS:
       raise ValueError(f"{src.name}: tensor {name!r} has ggml type {tname} (id {ggml_type}), which can't be loaded yet")
-    numel = 1
-    for s in shape: numel *= s
+    numel, extent = 1, (PLAIN_TYPES[ggml_type].itemsize if ggml_type in PLAIN_TYPES else 4)
+    for s in shape: numel, extent = numel * s, extent * max(s, 1)
+    if extent >= 2**63: raise ValueError(f"{src.name}: tensor {name!r} (info at offset {info_at}) has shape {shape}, too big to index even if empty")
     if numel % block: raise ValueError(f"{src.name}: tensor {name!r} of shape {shape} is not a whole number of {tname} blocks of {block}")
     nbytes = numel // block * block_bytes
     start = data_start + offset

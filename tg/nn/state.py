@@ -13,6 +13,7 @@ SAFETENSORS_DTYPES: dict[str, DType] = {
   "U32": dtypes.uint32, "U16": dtypes.uint16, "U8": dtypes.uint8, "BOOL": dtypes.bool}
 _SAFETENSORS_NAMES = {v: k for k, v in SAFETENSORS_DTYPES.items()}
 MAX_HEADER = 100 * 1024 * 1024
+MAX_DIMS = 64  # numpy's limit: a tensor with more dims couldn't be read back
 
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
   """Every tensor reachable from obj's attributes, lists, tuples and dicts, keyed like "layers.0.weight"."""
@@ -53,31 +54,62 @@ def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = Tr
 
 # ---------------- safetensors ----------------
 
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+  out: dict[str, Any] = {}
+  for k, v in pairs:
+    if k in out: raise ValueError(f"duplicate key {k[:100]!r}")  # json.loads would keep the last one silently
+    out[k] = v
+  return out
+
+def _uint(x: Any) -> bool: return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
 def safe_load_metadata(t: Tensor | str | os.PathLike) -> tuple[Tensor, int, dict[str, Any]]:
-  """(the file as a uint8 tensor, where the data starts, the parsed JSON header)."""
+  """(the file as a uint8 tensor, where the data starts, the parsed JSON header). The header is checked as the format's
+  reference reader checks it: no duplicate keys; each tensor entry has a known dtype, a shape of at most MAX_DIMS
+  non-negative ints and data_offsets [begin, end] holding exactly its bytes; __metadata__ maps strings to strings; and
+  the tensors, sorted by offset, tile the data section exactly (no overlaps, no gaps, nothing after the last). Any
+  violation is a ValueError naming the file and the problem."""
   name = str(t) if not isinstance(t, Tensor) else "tensor"
   if not isinstance(t, Tensor): t = Tensor(pathlib.Path(t))
   if t.numel() < 8: raise ValueError(f"{name}: {t.numel()} bytes is too short for a safetensors file")
   n = struct.unpack("<Q", t[0:8].to("CPU").numpy().tobytes())[0]
   if n > MAX_HEADER or 8 + n > t.numel(): raise ValueError(f"{name}: header of {n} bytes at offset 8 runs past the end of the {t.numel()}-byte file")
-  try: header = json.loads(t[8:8 + n].to("CPU").numpy().tobytes())
-  except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{name}: header at offset 8 is not valid JSON: {e}") from None
+  try: header = json.loads(t[8:8 + n].to("CPU").numpy().tobytes(), object_pairs_hook=_json_object)
+  except (ValueError, RecursionError) as e: raise ValueError(f"{name}: header at offset 8 is not valid safetensors JSON: {type(e).__name__}: {e}") from None
   if not isinstance(header, dict): raise ValueError(f"{name}: header is not a JSON object")
+  size, spans = t.numel() - 8 - n, []
+  for key, info in header.items():
+    if key == "__metadata__":
+      if not isinstance(info, dict) or not all(isinstance(v, str) for v in info.values()): raise ValueError(f"{name}: __metadata__ must map strings to strings")
+      continue
+    what = f"{name}: header entry for tensor {key[:200]!r}"
+    if not isinstance(info, dict): raise ValueError(f"{what} is a {type(info).__name__}, not an object")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES: raise ValueError(f"{what} has unknown dtype {str(dtype)[:50]!r}")
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(_uint(d) for d in shape):
+      raise ValueError(f"{what} has shape {str(shape)[:100]}, not a list of at most {MAX_DIMS} non-negative ints")
+    if prod(max(d, 1) for d in shape) * SAFETENSORS_DTYPES[dtype].itemsize >= 2**63: raise ValueError(f"{what} has shape {shape}, too big to index even if empty")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_uint(o) for o in offsets) and offsets[0] <= offsets[1] <= size):
+      raise ValueError(f"{what} has data_offsets {str(offsets)[:100]}, not [begin, end] inside the {size}-byte data section")
+    if (need := prod(shape) * SAFETENSORS_DTYPES[dtype].itemsize) != offsets[1] - offsets[0]:
+      raise ValueError(f"{what}: shape {str(shape)[:100]} of {dtype} needs {need} bytes, data_offsets {offsets} hold {offsets[1] - offsets[0]}")
+    spans.append((offsets[0], offsets[1], key))
+  pos, prev = 0, None
+  for begin, end, key in sorted(spans):
+    if begin < pos: raise ValueError(f"{name}: tensor {key[:200]!r} at data bytes [{begin}, {end}) overlaps tensor {prev[:200]!r}, which ends at {pos}")
+    if begin > pos: raise ValueError(f"{name}: data bytes [{pos}, {begin}) before tensor {key[:200]!r} belong to no tensor")
+    pos, prev = end, key
+  if pos != size: raise ValueError(f"{name}: the data section has {size} bytes but the tensors end at byte {pos} of it")
   return t, 8 + n, header
 
 def safe_load(fn: Tensor | str | os.PathLike) -> dict[str, Tensor]:
   """name -> Tensor; each one is a lazy view of the file (DISK) until it is used or copied."""
   t, start, header = safe_load_metadata(fn)
-  size = t.numel() - start
   out: dict[str, Tensor] = {}
   for name, info in header.items():
     if name == "__metadata__": continue
-    try: dt, shape, (begin, end) = SAFETENSORS_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
-    except (KeyError, TypeError, ValueError): raise ValueError(f"{fn}: bad header entry for tensor {name!r}: {info!r}") from None
-    if not 0 <= begin <= end <= size: raise ValueError(f"{fn}: tensor {name!r} has data offsets [{begin}, {end}) outside the {size}-byte data section")
-    if end - begin != prod(shape) * dt.itemsize: raise ValueError(f"{fn}: tensor {name!r} of shape {shape} {dt} needs {prod(shape) * dt.itemsize} bytes, has {end - begin}")
-    raw = t[start + begin:start + end]
-    out[name] = raw.bitcast(dt).reshape(shape) if prod(shape) else Tensor.empty(*shape, dtype=dt)
+    dt, shape, (begin, end) = SAFETENSORS_DTYPES[info["dtype"]], tuple(info["shape"]), info["data_offsets"]
+    out[name] = t[start + begin:start + end].bitcast(dt).reshape(shape) if prod(shape) else Tensor.empty(*shape, dtype=dt)
   return out
 
 def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[str, str] | None = None) -> None:

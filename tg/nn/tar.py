@@ -3,17 +3,18 @@ view when given a path). Headers are parsed here from the POSIX ustar layout, wi
 extended headers that carry long names and big sizes. `ByteSource` (random access to a file or a uint8 Tensor, plus
 lazy views of byte ranges) is shared with the other model-file loaders."""
 from __future__ import annotations
-import mmap, os, pathlib
+import os, pathlib, weakref
 from ir.dtype import DType, dtypes
 from tg.tensor import Tensor
 
 class ByteSource:
   """The bytes of a file path or of a 1-d uint8 Tensor: `read(offset, n)` gives bytes (a ValueError naming the offset
-  when the range runs past the end), `view(offset, n)` a lazy uint8 Tensor of the range (on DISK for a path)."""
+  when the range runs past the end), `view(offset, n)` a lazy uint8 Tensor of the range (on DISK for a path). A file is
+  read through its descriptor, not mapped: one that another process truncates gives a ValueError, not a SIGBUS."""
   CHUNK = 1 << 16
 
   def __init__(self, src: str | os.PathLike | Tensor):
-    self._mm: mmap.mmap | None = None
+    self._fd: int | None = None
     self._tensor: Tensor | None = None
     self._chunks: dict[int, bytes] = {}
     if isinstance(src, Tensor):
@@ -23,9 +24,9 @@ class ByteSource:
     self.path = pathlib.Path(src).resolve()
     self.name = str(src)
     if not self.path.is_file(): raise FileNotFoundError(f"{self.name}: no such file")
-    self.size = self.path.stat().st_size
-    if self.size:
-      with open(self.path, "rb") as f: self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    self._fd = os.open(self.path, os.O_RDONLY)
+    weakref.finalize(self, os.close, self._fd)
+    self.size = os.fstat(self._fd).st_size
 
   @property
   def tensor(self) -> Tensor:
@@ -38,7 +39,15 @@ class ByteSource:
   def read(self, offset: int, n: int, what: str = "data") -> bytes:
     if offset < 0 or n < 0 or offset + n > self.size:
       raise ValueError(f"{self.name}: {what} at offset {offset} ({n} bytes) runs past the end of the file ({self.size} bytes)")
-    if self._mm is not None: return self._mm[offset:offset + n]
+    if self._fd is not None:
+      parts, got = [], 0
+      while got < n and (part := os.pread(self._fd, n - got, offset + got)):  # a read stops short at 2 GiB, or at a new end of file
+        parts.append(part)
+        got += len(part)
+      if got < n:
+        raise ValueError(f"{self.name}: {what} at offset {offset} ({n} bytes) can't be read: the file is now {os.fstat(self._fd).st_size} "
+                         f"bytes, it had {self.size} when it was opened (truncated by another process?)")
+      return b"".join(parts)
     out, pos = bytearray(), offset
     while pos < offset + n:  # a tensor is read in cached chunks: each read of it realizes a copy
       start = pos - pos % self.CHUNK
@@ -107,7 +116,10 @@ def tar_members(src: ByteSource) -> dict[str, tuple[int, int]]:
     info = {**global_pax, **pax}
     if kind not in (b"x", b"g"): pax = {}
     if "path" in info: name = info["path"]
-    if "size" in info and kind not in (b"x", b"g"): size = int(info["size"])
+    if "size" in info and kind not in (b"x", b"g"):
+      if not (info["size"].isascii() and info["size"].isdigit() and len(info["size"]) <= 20):
+        raise ValueError(f"{src.name}: pax header before offset {pos} gives the size {info['size'][:40]!r}, not a decimal byte count")
+      size = int(info["size"])
     data = pos + BLOCK
     if size < 0 or data + size > src.size:
       raise ValueError(f"{src.name}: tar member {name!r} (header at offset {pos}) has {size} bytes of data at offset {data}, past the end of the file ({src.size} bytes)")
