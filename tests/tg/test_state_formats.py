@@ -232,6 +232,8 @@ def test_corrupt_zip(tmp_path):
   # a storage smaller than its tensor
   _write_zip(tmp_path / "short.pt", {"x": _tensor_call("0", FloatStorage, 6, 2, (2, 3), (3, 1))}, {"0": b"\0" * 24})
   with pytest.raises(ValueError, match=r"short\.pt.*tensor 'x'.*reaches element 7.*6 .*elements"): torch_load(tmp_path / "short.pt")
+  _write_zip(tmp_path / "huge.pt", {"x": _tensor_call("0", FloatStorage, 0, 0, (0, 2**63), (1, 1))}, {"0": b""})
+  with pytest.raises(ValueError, match=r"huge\.pt: .*tensor size \(0, 9223372036854775808\) is too big to index"): torch_load(tmp_path / "huge.pt")
   # no data.pkl
   with zipfile.ZipFile(tmp_path / "nopkl.pt", "w") as z: z.writestr("archive/other", b"x")
   with pytest.raises(ValueError, match="no data.pkl"): torch_load(tmp_path / "nopkl.pt")
@@ -476,6 +478,9 @@ def test_gguf_errors(tmp_path):
   with pytest.raises(ValueError, match=r"tensor 'odd' has unknown ggml type id 99"): gguf_load(tmp_path / "t.gguf")
   write_gguf(tmp_path / "t.gguf", [], [("q5", (256,), 13, b"\0" * 176)])
   with pytest.raises(ValueError, match=r"tensor 'q5' has ggml type Q5_K \(id 13\)"): gguf_load(tmp_path / "t.gguf")
+  # an empty tensor whose other dim can't be indexed (numpy, and tg's .numpy(), would fail on it later)
+  write_gguf(tmp_path / "t.gguf", [], [("huge", (2**62, 0), 0, b"")])
+  with pytest.raises(ValueError, match=r"t\.gguf: tensor 'huge' .* has shape \(4611686018427387904, 0\), too big to index"): gguf_load(tmp_path / "t.gguf")
   write_gguf(tmp_path / "t.gguf", [("x", "arr", ("u8", [1]))], [])
   data = (tmp_path / "t.gguf").read_bytes().replace(struct.pack("<II", 9, 0), struct.pack("<II", 9, 77))
   check(data, r"array 'x' at offset \d+ has unknown element type 77")
