@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
+from ir.dtype import C_TYPES
 from ir.switches import DEV, NUM_CPU_THREADS, SwitchError
 from ir.target import parse_targets, split_cpu_arch, target_for
 from codegen.llvmir import LLVMRenderer
@@ -18,12 +19,12 @@ MIN_WORK_PER_THREAD = 1 << 14  # loop iterations x inner work below which anothe
 CHUNKS_PER_THREAD = 4
 
 class CPUProgram(HCQProgram):
-  """A compiled kernel `void name(bufs..., int32 vars..., int32 core_start, int32 core_end)`."""
+  """A compiled kernel `void name(bufs..., vars..., int32 core_start, int32 core_end)`."""
   def __init__(self, dev: CPUDevice, name: str, lib: bytes, spec: ProgramSpec):
     super().__init__(dev, name)
     self.image = LoadedImage(lib)
     if name not in self.image.symbols: raise RuntimeError(f"kernel {name!r} not found in its object file")
-    params = ["uintptr_t"] * len(spec.globals) + ["int32_t"] * (len(spec.vars) + 2)
+    params = ["uintptr_t"] * len(spec.globals) + [C_TYPES[v.dtype] for v in spec.vars] + ["int32_t"] * 2
     self.fn = ffi.cast(f"void(*)({', '.join(params)})", self.image.symbols[name])
     self.work_per_iteration = (spec.flops + spec.mem_bytes) // max(spec.global_size[0], 1) + 1
 

@@ -4,6 +4,7 @@ DEV=MOCK+CUDA the library is the software model drivers/mock/nv/libcuda.py."""
 from __future__ import annotations
 import contextlib, time
 import cffi
+from ir.dtype import C_TYPES
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
 from codegen.compiler import Compiler
@@ -76,11 +77,11 @@ class CUDAProgram:
     self.module, fn = ffi.new("CUmodule *"), ffi.new("CUfunction *")
     dev.cu("cuModuleLoadData", self.module, lib)
     dev.cu("cuModuleGetFunction", fn, self.module[0], name.encode())
-    self.fn = fn[0]
+    self.fn, self.var_types = fn[0], [C_TYPES[v.dtype] for v in spec.vars]
   def __del__(self):
     with contextlib.suppress(Exception): self.dev.cu("cuModuleUnload", self.module[0])  # the library may be gone at exit
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple[int, ...] = (), wait: bool = False) -> float | None:
-    values = [ffi.new("CUdeviceptr *", b) for b in bufs] + [ffi.new("int *", v) for v in vals]
+    values = [ffi.new("CUdeviceptr *", b) for b in bufs] + [ffi.new(f"{t} *", v) for t, v in zip(self.var_types, vals)]
     params = ffi.new("void *[]", [ffi.cast("void *", v) for v in values])
     local_size = tuple(local_size or (1, 1, 1))
     if wait: self.dev.synchronize()

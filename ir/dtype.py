@@ -124,6 +124,14 @@ def dtype_max(t: DType):
   if dtypes.is_int(t): return 2**(8*t.itemsize) - 1 if dtypes.is_unsigned(t) else 2**(8*t.itemsize-1) - 1
   return True if t == dtypes.bool else math.inf
 
+# C names of the scalar types a kernel argument can have (cffi signatures)
+C_TYPES = {dtypes.int32: "int32_t", dtypes.uint32: "uint32_t", dtypes.int64: "int64_t", dtypes.float32: "float", dtypes.float64: "double"}
+
+def bits_of(x, t: DType) -> int:
+  """The bit pattern of value `x` stored as scalar dtype `t` (how a kernel argument travels in a constant buffer)."""
+  if not dtypes.is_float(t): return int(x) & (2**(8*t.itemsize) - 1)
+  return int.from_bytes(struct.pack({2: "e", 4: "f", 8: "d"}[t.itemsize], x), "little")
+
 def fits(x, t: DType) -> bool:
   """Whether a Python number is representable by dtype `t` without wrapping (any number fits a float dtype)."""
   return not dtypes.is_int(t) or isinstance(x, float) or dtype_min(t) <= x <= dtype_max(t)

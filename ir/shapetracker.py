@@ -27,7 +27,7 @@ class View:
   contiguous: bool
 
   @staticmethod
-  @functools.cache
+  @functools.lru_cache(maxsize=1 << 16)
   def create(shape: tuple[int, ...], strides: tuple[int, ...] | None = None, offset: int = 0, mask: Mask | None = None) -> View:
     strides = strides_for_shape(shape) if strides is None else tuple(0 if s == 1 else st for s, st in zip(shape, strides))
     if mask is not None:

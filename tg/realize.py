@@ -2,6 +2,7 @@
 bytes between devices. DEBUG>=2 prints one line per call; GlobalCounters add up kernels, ops, bytes and time."""
 from __future__ import annotations
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from ir.ops import Ops
 from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE
@@ -9,6 +10,7 @@ from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
 from codegen.renderer import ProgramSpec
+from codegen.scalar_args import is_scalar_arg, lift_scalars
 from drivers.device import Buffer, Device, GlobalCounters
 from drivers.host_memory import HostAllocator
 from tg.schedule import ScheduleItem
@@ -31,7 +33,7 @@ def beam_opts(dev, ast: UOp) -> list | None:
     prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
     if not bufs: bufs.extend(Buffer(dev.device, max(g.dtype.size, 1), g.dtype.base).ensure_allocated() for g in sorted(
       {u for u in spec.uops if u.op is Ops.DEFINE_GLOBAL}, key=lambda g: g.arg))
-    vals = tuple(v.arg[1] for v in spec.vars)
+    vals = tuple(1.0 if is_scalar_arg(v) else v.arg[1] for v in spec.vars)
     return min(prg(*[b._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size, vals=vals, wait=True) for _ in range(3))
   opts = beam_search(ast, dev.renderer, time_opts, BEAM.value, f"{dev.device}:{dev.compiler.cachekey}")
   if opts is None and DEBUG >= 1: print("BEAM: no candidate could be compiled and timed; using the heuristics")
@@ -78,12 +80,34 @@ class CompiledRunner:
             f"({self.spec.flops / max(et, 1e-9) / 1e9:7.0f} GFLOPS {self.spec.mem_bytes / max(et, 1e-9) / 1e9:5.0f}|0      GB/s)")
     self.first_run = False
 
-_runners: dict[tuple, CompiledRunner] = {}
+# compiled kernels, least recently used first; a runner that falls out is freed once no TinyJit holds it
+MAX_RUNNERS = 2048
+_runners: OrderedDict[tuple, CompiledRunner] = OrderedDict()
+# for each kernel with its float constants as arguments: the constants it was first compiled with
+_first_scalars: OrderedDict[tuple, dict[str, float]] = OrderedDict()
 
-def get_runner(device: str, ast: UOp) -> CompiledRunner:
+def _remember(cache: OrderedDict, key: tuple, value):
+  cache[key] = value
+  while len(cache) > MAX_RUNNERS: cache.popitem(last=False)
+  return value
+
+def get_runner(device: str, ast: UOp) -> tuple[CompiledRunner, dict[str, float]]:
+  """The compiled kernel for `ast` and the values of the arguments it takes beyond the AST's own Variables. A kernel
+  is compiled with its constants in the code; once it comes back with other float constants, one program taking them
+  as arguments serves every value from then on."""
   key = (device, ast, BEAM.value, NOOPT.value)
-  if (runner := _runners.get(key)) is None: runner = _runners[key] = CompiledRunner(device, ast)
-  return runner
+  if (runner := _runners.get(key)) is not None:
+    _runners.move_to_end(key)
+    return runner, {}
+  template, scalars = lift_scalars(ast)
+  if scalars:
+    general = (device, template, BEAM.value, NOOPT.value)
+    if (runner := _runners.get(general)) is not None:
+      _runners.move_to_end(general)
+      return runner, scalars
+    if general in _first_scalars: return _remember(_runners, general, CompiledRunner(device, template)), scalars
+    _remember(_first_scalars, general, scalars)
+  return _remember(_runners, key, CompiledRunner(device, ast)), {}
 
 def engine_copies(dest: str, src: str) -> bool:
   """Whether a copy between these devices runs on the destination's copy engine (both sides in host memory)."""
@@ -106,7 +130,7 @@ class ExecItem:
   """One call a TinyJit replays: a compiled kernel (or a copy when runner is None) with its buffers."""
   runner: CompiledRunner | None
   bufs: list[Buffer]
-  var_vals: dict[str, int]
+  var_vals: dict[str, int | float]
   def run(self, jit: bool = False) -> None:
     for b in self.bufs: b.ensure_allocated()
     if self.runner is None: run_copy(self.bufs[0], self.bufs[1])
@@ -117,6 +141,7 @@ capture_stack: list[list[ExecItem]] = []
 
 def run_schedule(schedule: list[ScheduleItem]) -> None:
   for item in schedule:
-    ei = ExecItem(None if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast), item.bufs, item.var_vals)
+    runner, scalars = (None, {}) if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast)
+    ei = ExecItem(runner, item.bufs, {**item.var_vals, **scalars})
     ei.run()
     if capture_stack and CAPTURING: capture_stack[-1].append(ei)

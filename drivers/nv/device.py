@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools, time
 from dataclasses import dataclass
 import numpy as np
+from ir.dtype import bits_of
 from ir.helpers import round_up
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
@@ -129,7 +130,8 @@ class NVProgram(HCQProgram):
     linked = cubin.link(self.image.va)
     dev.allocator.copyin(self.image, memoryview(linked + bytes(self.image.size - len(linked))))
     self.param_offset = info.param_offset
-    sizes = [8] * len(spec.globals) + [4] * len(spec.vars)
+    self.var_dtypes = [v.dtype for v in spec.vars]
+    sizes = [8] * len(spec.globals) + [v.dtype.itemsize for v in spec.vars]
     offsets = [info.param_offset + sum(sizes[:i]) for i in range(len(sizes))]
     self.param_layout = list(zip(offsets, sizes))
     if sum(sizes) != info.param_size: raise RuntimeError(f"{name}: the cubin declares {info.param_size} parameter bytes, tg passes {sum(sizes)}")
@@ -178,6 +180,7 @@ class NVProgram(HCQProgram):
     return bytes(out)
 
   def execute(self, args, global_size, local_size) -> None: raise RuntimeError("NV kernels run through the compute queue")
+  def kernel_args(self, bufs: tuple, vals: tuple) -> list: return [*bufs, *(bits_of(v, dt) for v, dt in zip(vals, self.var_dtypes))]
 
 class NVDevice(HCQCompiled):
   timestamp_ticks_per_us = 1000  # the GPU's semaphore timestamps are nanoseconds

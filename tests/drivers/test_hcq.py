@@ -55,10 +55,10 @@ def test_kernel_arguments_patched_between_submits(name):
   from tg.realize import get_runner
   a = Tensor(np.arange(8, dtype=np.float32), device=name).realize()
   (item,) = (a * 3).schedule()
-  runner = get_runner(name, item.ast)  # out[i] = in[i] * 3
+  runner, scalars = get_runner(name, item.ast)  # out[i] = in[i] * 3 (3 may be an argument, if `* c` was compiled before)
   out = Buffer(name, 8, dtypes.float32).ensure_allocated()
   ins = [Buffer(name, 8, dtypes.float32).copyin(memoryview(np.full(8, k, np.float32))) for k in (1.0, 5.0)]
-  q = dev.compute_queue().exec(runner.prg, runner.prg.kernel_args((out._buf, PatchSlot("src")), ()), runner.spec.global_size, runner.spec.local_size)
+  q = dev.compute_queue().exec(runner.prg, runner.prg.kernel_args((out._buf, PatchSlot("src")), tuple(scalars[v.arg[0]] for v in runner.spec.vars)), runner.spec.global_size, runner.spec.local_size)
   for k, buf in zip((1.0, 5.0), ins):
     q.submit(dev, {"src": buf._buf})
     dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)

@@ -136,3 +136,10 @@ def test_graph_batching_follows_jit_and_batch_size(jit, batch, expected):
       assert out.item() == 8 * ((i + 1) * 2 - 3) ** 2
     sizes = [len(s.items) for s in f.captured.steps if isinstance(s, GraphBatch)]
     assert sizes == expected
+
+def test_float_constants_passed_as_arguments_replay_with_their_values():
+  base = np.arange(8, dtype=np.float32)
+  for c in (0.3, 0.7): (Tensor(base) * c - 2.5).numpy()  # the second call makes the kernel take its constants as arguments
+  step = TinyJit(lambda x: (x * 0.9 - 2.5).realize())
+  for i in range(4):
+    np.testing.assert_allclose(step(Tensor(base + i)).numpy(), (base + i) * np.float32(0.9) - np.float32(2.5), rtol=1e-6)

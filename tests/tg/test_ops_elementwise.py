@@ -765,3 +765,13 @@ def test_python_ints_outside_the_dtype_raise_or_widen():
 
 def test_arange_far_past_int32_indexes_in_64_bits():
   np.testing.assert_array_equal(Tensor.arange(2**31 + 8, dtype=dtypes.int64)[-3:].numpy(), [2**31 + 5, 2**31 + 6, 2**31 + 7])
+
+def test_kernels_differing_in_a_float_constant_share_one_program():
+  from tg import realize
+  base = np.arange(16, dtype=np.float32)
+  t = Tensor(base).realize()
+  compiled = len(realize._runners)
+  for c in (0.25, 0.3, 1.7, -2.5, 3.75, 1e-3, 0.3):  # the first compiles with c in the code, the second with c as an argument
+    np.testing.assert_array_equal((t * c + 0.125).numpy(), base * np.float32(c) + np.float32(0.125))
+  assert len(realize._runners) - compiled == 2
+  np.testing.assert_array_equal((t * 0.0 + 1.0).numpy(), np.ones(16, np.float32))  # folded constants stay in the code
