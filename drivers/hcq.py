@@ -15,8 +15,6 @@ from ir.dtype import dtypes
 from ir.uop import UOp, sym_infer
 from drivers.device import Compiled, Device
 
-WAIT_TIMEOUT_MS = HCQDEV_WAIT_TIMEOUT_MS.value  # the value at start, for waits that don't read the switch (drivers/nv)
-
 class HCQTimeoutError(RuntimeError): pass
 
 class HCQSignal:

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 from ir.dtype import bits_of
 from ir.helpers import round_up
-from ir.switches import DEV
+from ir.switches import DEV, HCQDEV_WAIT_TIMEOUT_MS
 from ir.target import parse_targets, target_for
 from codegen.ptx import PTXRenderer
 from codegen.ptx_compiler import PTXCompiler
 from codegen.renderer import ProgramSpec
 from drivers.device import DeviceUnavailable
-from drivers.hcq import WAIT_TIMEOUT_MS, HCQCompiled, HCQProgram, HCQSignal, HCQTimeoutError
+from drivers.hcq import HCQCompiled, HCQProgram, HCQSignal, HCQTimeoutError
 from drivers.system import memoryview_at, system_for
 from drivers.nv import pushbuf as pb, qmd as qmdlib, rm_abi as nv
 from drivers.nv.cubin import Cubin
@@ -93,7 +93,7 @@ class Channel:
 
   def push(self, va: int, dwords: int) -> None:
     """Append a GPFIFO entry for the push buffer at `va` and ring the doorbell."""
-    deadline = time.perf_counter() + WAIT_TIMEOUT_MS / 1000
+    deadline = time.perf_counter() + HCQDEV_WAIT_TIMEOUT_MS.value / 1000
     while (self.put + 1) % GPFIFO_ENTRIES == self.gp_get:  # the ring is full
       if (err := self.error()) is not None or time.perf_counter() > deadline:
         raise HCQTimeoutError(err or f"{self.dev.device}: GPFIFO of channel {self.handle:#x} stays full")
