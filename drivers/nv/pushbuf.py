@@ -69,14 +69,19 @@ class GpEntry(NamedTuple):
   sync: bool = False         # SYNC: PROCEED 0, WAIT 1
   conditional: bool = False  # FETCH: UNCONDITIONAL 0, CONDITIONAL 1
 
-# USERD (the channel's user-visible state, 512 bytes): GPGet (entries the GPU has fetched) and GPPut (entries written)
+# USERD (the channel's user-visible state, 512 bytes): GPGet (entries the GPU has fetched) and GPPut (entries written);
+# the published c96f/ca6f structs list only GPPut (0x8C), GPGet is taken to stay at c56f/c86f's 0x88
 USERD_GP_GET, USERD_GP_PUT, USERD_SIZE = 0x88, 0x8C, 512
 
 def gpfifo_entry(address: int, length: int, *, subroutine: bool = False, sync: bool = False, conditional: bool = False) -> int:
   """The 64-bit GPFIFO ring entry for a push buffer: VA in bits 39:2, LEVEL 41, length (dwords) 62:42, SYNC 63,
-  FETCH 0. (c86f can reach VAs above 2**40 with a SET_PB_SEGMENT_EXTENDED_BASE control entry, not modelled here.)"""
+  FETCH 0. (c86f can reach VAs above 2**40 with a SET_PB_SEGMENT_EXTENDED_BASE control entry, not modelled here.)
+  An empty push buffer becomes a NOP control entry: with LENGTH 0 the hardware reads VA bits 39:32 as the control
+  OPCODE (open-gpu-doc manuals/ampere/ga100/dev_pbdma.ref.txt NV_PPBDMA_GP_ENTRY1_LENGTH_CONTROL), so a buffer
+  at 0x2_0000_0000 would run GP_CRC."""
   if address & 3 or not 0 <= address < 1 << 40: raise ValueError(f"push buffer address {address:#x} is not a dword-aligned VA below 2**40")
   if not 0 <= length < 1 << 21: raise ValueError(f"push buffer length {length} dwords does not fit 21 bits")
+  if not length: return int(sync) << 63  # OPCODE NOP, operand 0
   return int(sync) << 63 | length << 42 | int(subroutine) << 41 | address | int(conditional)
 
 def decode_gpfifo_entry(entry: int) -> GpEntry:
@@ -124,7 +129,7 @@ class Compute:
   SET_SHADER_SHARED_MEMORY_WINDOW_A = 0x2A0  # base address upper 16:0
   SET_SHADER_SHARED_MEMORY_WINDOW_B = 0x2A4  # base address lower
   SEND_PCAS_A = 0x2B4                       # QMD address >> 8
-  SEND_SIGNALING_PCAS2_B = 0x2C0            # PCAS_ACTION 3:0; cbc0+ add SELECT 13:8, OFFSET_MINUS_ONE 23:14
+  SEND_SIGNALING_PCAS2_B = 0x2C0            # PCAS_ACTION 3:0; c7c0+ add SELECT 13:8, OFFSET_MINUS_ONE 23:14
   SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A = 0x2E4  # size per TPC, upper 7:0
   SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B = 0x2E8  # size per TPC, lower
   SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C = 0x2EC  # MAX_SM_COUNT 8:0; cbc0+ add TPC-per-GPC counts 23:16, 31:24
@@ -141,7 +146,7 @@ class Compute:
   SET_REPORT_SEMAPHORE_C = 0x1B08           # payload
   SET_REPORT_SEMAPHORE_D = 0x1B0C           # operation 1:0 (0 release), structure size 28 (1 one word)
 
-# SEND_SIGNALING_PCAS2_B PCAS_ACTION values (INCREMENT_DEPENDENCE 0xC, INCREMENT_CWD_REF_COUNTER 0xD are cbc0+)
+# SEND_SIGNALING_PCAS2_B PCAS_ACTION values (INCREMENT_DEPENDENCE 0xC, INCREMENT_CWD_REF_COUNTER 0xD are c7c0+)
 PCAS_NOP, PCAS_INVALIDATE, PCAS_SCHEDULE, PCAS_INVALIDATE_COPY_SCHEDULE = 0, 1, 2, 3
 PCAS_INCREMENT_PUT, PCAS_DECREMENT_DEPENDENCE, PCAS_PREFETCH, PCAS_PREFETCH_SCHEDULE = 6, 7, 8, 9
 PCAS_INVALIDATE_PREFETCH_COPY_SCHEDULE, PCAS_INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING = 0xA, 0xB

@@ -31,7 +31,9 @@ the byte value, and a value with any of the shifted-out bits set raises (round a
   cb{i}_size                >>4
   dependent_qmd{i}_pointer  >>8 (a QMD's address, so QMDs are 256-byte aligned)
 program_prefetch_size counts 256-byte units and the *_sm_config_shared_mem_size fields hold the SM's shared-memory
-configuration code, not bytes; both are stored as given.
+configuration code, not bytes; both are stored as given. shared_allocation_enable (SHARED_ALLOCATION_ENABLE, V03 bit 663,
+V04 626, V05 351) is named for completeness: the headers give it no meaning beyond TRUE/FALSE and NVK's Hopper and
+Blackwell QMDs leave it 0, as tg does.
 """
 from __future__ import annotations
 from dataclasses import dataclass
@@ -107,7 +109,7 @@ def _v03() -> dict[str, Field]:
        "dependent_qmd0_pointer": _f(511, 480, 8),
        "shared_memory_size": _f(561, 544), "min_sm_config_shared_mem_size": _f(567, 562),
        "max_sm_config_shared_mem_size": _f(574, 569), "target_sm_config_shared_mem_size": _f(662, 657),
-       "qmd_minor_version": _f(579, 576), "qmd_major_version": _f(583, 580),
+       "qmd_minor_version": _f(579, 576), "qmd_major_version": _f(583, 580), "shared_allocation_enable": _f(663),
        "block_dim_x": _f(607, 592), "block_dim_y": _f(623, 608), "block_dim_z": _f(639, 624),
        "register_count": _f(656, 648), "barrier_count": _f(767, 763),
        "shader_local_memory_low_size": _f(759, 736), "shader_local_memory_high_size": _f(1623, 1600),
@@ -137,7 +139,7 @@ def _v04() -> dict[str, Field]:
        "qmd_minor_version": _f(579, 576), "qmd_major_version": _f(583, 580),
        "shared_memory_size": _f(601, 584), **_invalidates(602), "min_sm_config_shared_mem_size": _f(613, 608),
        "max_sm_config_shared_mem_size": _f(619, 614), "target_sm_config_shared_mem_size": _f(625, 620),
-       "grid_width": _f(1055, 1024), "grid_height": _f(1071, 1056), "grid_depth": _f(1103, 1088),
+       "shared_allocation_enable": _f(626), "grid_width": _f(1055, 1024), "grid_height": _f(1071, 1056), "grid_depth": _f(1103, 1088),
        "cwd_membar_type": _f(1137, 1136),
        "block_dim_x": _f(1167, 1152), "block_dim_y": _f(1183, 1168), "block_dim_z": _f(1199, 1184),
        "register_count": _f(1208, 1200), "barrier_count": _f(1215, 1211),
@@ -149,7 +151,7 @@ def _v04() -> dict[str, Field]:
 def _v05() -> dict[str, Field]:
   t = {"group_id": _f(149, 144), "qmd_type": _f(153, 151),
        "sass_version": _f(455, 448), "api_visible_call_limit": _f(456), "sampler_index": _f(457),
-       "qmd_minor_version": _f(467, 464), "qmd_major_version": _f(471, 468), **_invalidates(472),
+       "qmd_minor_version": _f(467, 464), "qmd_major_version": _f(471, 468), **_invalidates(472), "shared_allocation_enable": _f(351),
        "cwd_membar_type": _f(625, 624),
        "program_address": _split((1055, 1024), (1076, 1056), 4), "program_prefetch_size": _f(1085, 1077),
        "block_dim_x": _f(1103, 1088), "block_dim_y": _f(1119, 1104), "block_dim_z": _f(1127, 1120),

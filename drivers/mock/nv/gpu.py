@@ -2,6 +2,7 @@
 sees it (a page table from GPU virtual ranges to host pages), and its front end: channels whose GPFIFO rings a poll
 thread consumes (USERD GPGet +0x88 / GPPut +0x8C), decoding push buffers into method writes for the host (semaphores),
 compute (QMD launches: the PTX a mock cubin carries, run on the PTX interpreter) and copy (LAUNCH_DMA) classes (docs/nv.md §2-§4).
+Every format is read with the model's own tables of NVIDIA's class headers (class_headers.py), never the driver's.
 
 Faults stop the channel where they happen (GPGet stays on the faulting entry), append a message to `faults` and fill
 the channel's error notifier (NvNotification: u64 ns timestamp, u32 info32 = the Xid-like code below, u16 info16 = 0,
@@ -18,9 +19,8 @@ import numpy as np
 from ir.helpers import prod
 from ir.switches import getenv
 from drivers import system
-from drivers.nv import pushbuf, qmd
 from drivers.nv import rm_abi as rm
-from drivers.nv.pushbuf import USERD_GP_GET, USERD_GP_PUT, Compute, Copy, Host
+from drivers.mock.nv import class_headers as hw
 from drivers.mock.nv.ptx_interpreter import ArrayMemory, PTXError, PTXFault, PTXModule
 from drivers.mock.nv.toolchain import PROGRAM_MAGIC, param_offset
 
@@ -149,24 +149,25 @@ class Channel:
   def runnable(self) -> bool: return self.tsg.scheduled and not self.faulted
   def userd_word(self, offset: int) -> memoryview: return system.memoryview_at(self.userd.host + self.userd_offset + offset, 4).cast("I")
 
-def _engine(cls: int) -> str: return "compute" if cls & 0xff == 0xc0 else "copy"
-INLINE_QMD = range(Compute.LOAD_INLINE_QMD_DATA, Compute.LOAD_INLINE_QMD_DATA + 384, 4)  # one method per QMD dword
-# methods each engine class accepts (anything else faults)
-KNOWN = {"compute": {v for k, v in vars(Compute).items() if k.isupper()} | set(INLINE_QMD), "copy": {v for k, v in vars(Copy).items() if k.isupper()}}
-HOST_NOPS = {Host.NON_STALL_INTERRUPT, Host.MEM_OP_A, Host.MEM_OP_B, Host.MEM_OP_C, Host.MEM_OP_D, Host.WFI}
-HOST_REGS = {Host.SEM_ADDR_LO, Host.SEM_ADDR_HI, Host.SEM_PAYLOAD_LO, Host.SEM_PAYLOAD_HI}
-LAUNCH_ACTIONS = {pushbuf.PCAS_SCHEDULE, pushbuf.PCAS_INVALIDATE_COPY_SCHEDULE, pushbuf.PCAS_PREFETCH_SCHEDULE,
-                  pushbuf.PCAS_INVALIDATE_PREFETCH_COPY_SCHEDULE, pushbuf.PCAS_INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING}
-ACQUIRES = {pushbuf.SEM_ACQUIRE: lambda cur, want, bits: cur == want,
-            pushbuf.SEM_ACQ_STRICT_GEQ: lambda cur, want, bits: cur >= want,
-            pushbuf.SEM_ACQ_CIRC_GEQ: lambda cur, want, bits: (cur - want) % (1 << bits) < 1 << (bits - 1),
-            pushbuf.SEM_ACQ_AND: lambda cur, want, bits: cur & want != 0,
-            pushbuf.SEM_ACQ_NOR: lambda cur, want, bits: ~(cur | want) % (1 << bits) != 0}
+# SEND_SIGNALING_PCAS2_B actions that schedule the QMD SEND_PCAS_A names (the others only prefetch, invalidate or count)
+LAUNCH_ACTIONS = {hw.PCAS_ACTION[a] for a in ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE", "INVALIDATE_PREFETCH_COPY_SCHEDULE",
+                                              "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING")}
+HOST_NOPS = {"NON_STALL_INTERRUPT", "MEM_OP_A", "MEM_OP_B", "MEM_OP_C", "MEM_OP_D", "WFI"}  # accepted; nothing to do in the model
+HOST_REGS = {"SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI"}
+ACQUIRES = {hw.SEM_ACQUIRE: lambda cur, want, bits: cur == want,
+            hw.SEM_ACQ_STRICT_GEQ: lambda cur, want, bits: cur >= want,
+            hw.SEM_ACQ_CIRC_GEQ: lambda cur, want, bits: (cur - want) % (1 << bits) < 1 << (bits - 1),
+            hw.SEM_ACQ_AND: lambda cur, want, bits: cur & want != 0,
+            hw.SEM_ACQ_NOR: lambda cur, want, bits: ~(cur | want) % (1 << bits) != 0}
 
-def _upper_mask(cls: int) -> int:
-  """Upper address bits a class keeps: 8 on AMPERE_CHANNEL_GPFIFO_A and Ampere/Ada compute, 17 on Ampere copy, 25 from Hopper."""
-  return {rm.AMPERE_CHANNEL_GPFIFO_A: 0xff, rm.AMPERE_COMPUTE_A: 0xff, rm.AMPERE_COMPUTE_B: 0xff, rm.ADA_COMPUTE_A: 0xff,
-          rm.AMPERE_DMA_COPY_A: 0x1ffff, rm.AMPERE_DMA_COPY_B: 0x1ffff}.get(cls, 0x1ffffff)
+def _field(fmt: hw.ClassFormat, regs: dict[int, int], method: str, name: str) -> int:
+  """Field `name` of the last value written to `method` (0 if it never was): the class's own width, higher bits dropped."""
+  return fmt.get(method, name, regs.get(fmt.offset(method), 0))
+
+def _reg64(fmt: hw.ClassFormat, regs: dict[int, int], upper: tuple[str, str], lower: tuple[str, str]) -> int | None:
+  """An address split over an upper and a lower (method, field); None when neither was written."""
+  if fmt.offset(upper[0]) not in regs and fmt.offset(lower[0]) not in regs: return None
+  return _field(fmt, regs, *upper) << 32 | _field(fmt, regs, *lower)
 
 class GPU:
   """Memory translation and the front end. Everything runs under `lock` (the model's ioctls take it too)."""
@@ -261,22 +262,24 @@ class GPU:
     worked, where = False, "GPFIFO"
     try:
       while True:
-        get, put = ch.userd_word(USERD_GP_GET)[0], ch.userd_word(USERD_GP_PUT)[0]
+        get, put = ch.userd_word(hw.USERD[ch.cls]["GP_GET"])[0], ch.userd_word(hw.USERD[ch.cls]["GP_PUT"])[0]
         if ch.work is None:
           if get == put: return worked
           where = f"GPFIFO entry {get}"
           if put >= ch.entries: raise GPUFault(XID_PUSHBUFFER, f"GPPut {put} is past the ring's {ch.entries} entries")
-          entry = pushbuf.decode_gpfifo_entry(self.read(ch.ring + 8 * get, 64, "GPFIFO entry"))
+          entry = hw.gp_entry(self.read(ch.ring + 8 * get, 64, "GPFIFO entry"))
+          if not entry.length and entry.opcode != hw.GP_OPCODE["NOP"]:  # LENGTH 0 is a control entry (dev_pbdma.ref)
+            raise GPUFault(XID_PUSHBUFFER, f"GPFIFO control entry with opcode {entry.opcode} (the model runs only NOP)")
           words = np.frombuffer(self.view(entry.address, 4 * entry.length, "push buffer"), np.uint32).tolist() if entry.length else []
-          try: ch.work, ch.at = list(pushbuf.decode_pushbuffer(words)), 0
-          except ValueError as e: raise GPUFault(XID_PUSHBUFFER, f"malformed push buffer at {entry.address:#x}: {e}") from None
+          try: ch.work, ch.at = list(hw.method_writes(words)), 0
+          except hw.PushBufferError as e: raise GPUFault(XID_PUSHBUFFER, f"malformed push buffer at {entry.address:#x}: {e}") from None
         while ch.at < len(ch.work):
           subc, method, value = ch.work[ch.at]
           where = f"GPFIFO entry {get}, method {method:#x} = {value:#x} on subchannel {subc}"
           if not self.method(ch, subc, method, value): return worked
           ch.at, worked = ch.at + 1, True
         ch.work, worked = None, True
-        ch.userd_word(USERD_GP_GET)[0] = (get + 1) % ch.entries
+        ch.userd_word(hw.USERD[ch.cls]["GP_GET"])[0] = (get + 1) % ch.entries
     except GPUFault as e: self.fault(ch, e.xid, f"{e} [{where}]")
     except Exception as e: self.fault(ch, XID_ENGINE, f"{type(e).__name__}: {e} [{where}]")  # a model bug must not kill the thread
     return True
@@ -290,104 +293,113 @@ class GPU:
     """One method write; False when the channel must wait here (an unsatisfied acquire)."""
     if method < 0x100: return self.host_method(ch, subc, method, value)
     if (cls := ch.bound.get(subc)) is None: raise GPUFault(XID_PUSHBUFFER, f"method {method:#x} on subchannel {subc}, which has no class bound")
-    engine = _engine(cls)
-    if method not in KNOWN[engine]: raise GPUFault(XID_ENGINE, f"class {cls:#x} has no method {method:#x} (or the model lacks it)")
+    if (fmt := hw.CLASSES.get(cls)) is None or fmt.engine == "host": raise GPUFault(XID_ENGINE, f"class {cls:#x} is no engine class the model runs")
+    if (name := fmt.at.get(method)) is None: raise GPUFault(XID_ENGINE, f"class {cls:#x} has no method {method:#x} (or the model lacks it)")
     regs = ch.regs.setdefault(subc, {})
     regs[method] = value
-    if engine == "copy":
-      if method == Copy.LAUNCH_DMA: self.launch_dma(cls, regs, value)
-    elif method == Compute.SEND_SIGNALING_PCAS2_B and value & 0xf in LAUNCH_ACTIONS:
-      if Compute.SEND_PCAS_A not in regs: raise GPUFault(XID_ENGINE, "SEND_SIGNALING_PCAS2_B without SEND_PCAS_A")
-      self.launch(ch, cls, regs, regs[Compute.SEND_PCAS_A] << 8)
-    elif method in INLINE_QMD: self.inline_qmd(ch, cls, regs, method, value)
-    elif method == Compute.SET_REPORT_SEMAPHORE_D: self.report_semaphore(cls, regs, value)
+    if fmt.engine == "copy":
+      if name == "LAUNCH_DMA": self.launch_dma(fmt, regs, value)
+    elif name == "SEND_SIGNALING_PCAS2_B" and fmt.get(name, "PCAS_ACTION", value) in LAUNCH_ACTIONS:
+      if fmt.offset("SEND_PCAS_A") not in regs: raise GPUFault(XID_ENGINE, "SEND_SIGNALING_PCAS2_B without SEND_PCAS_A")
+      self.launch(ch, fmt, regs, _field(fmt, regs, "SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+    elif name.startswith("LOAD_INLINE_QMD_DATA("): self.inline_qmd(ch, fmt, regs, int(name[21:-1]), value)
+    elif name == "SET_REPORT_SEMAPHORE_D": self.report_semaphore(fmt, regs, value)
     return True
 
   def host_method(self, ch: Channel, subc: int, method: int, value: int) -> bool:
-    regs = ch.regs.setdefault(-1, {})
-    if method == Host.SET_OBJECT:
-      if value & 0xffff not in ch.objects: raise GPUFault(XID_PUSHBUFFER, f"SET_OBJECT {value & 0xffff:#x}: no such object on this channel")
-      ch.bound[subc] = value & 0xffff
-    elif method in HOST_REGS: regs[method] = value
-    elif method == Host.SEM_EXECUTE: return self.sem_execute(ch, regs, value)
-    elif method not in HOST_NOPS: raise GPUFault(XID_PUSHBUFFER, f"unknown host method {method:#x}")
+    fmt, regs = hw.HOST_CLASSES[ch.cls], ch.regs.setdefault(-1, {})
+    name = fmt.at.get(method)
+    if name == "SET_OBJECT":
+      if (cls := fmt.get(name, "NVCLASS", value)) not in ch.objects: raise GPUFault(XID_PUSHBUFFER, f"SET_OBJECT {cls:#x}: no such object on this channel")
+      ch.bound[subc] = cls
+    elif name in HOST_REGS: regs[method] = value
+    elif name == "SEM_EXECUTE": return self.sem_execute(fmt, regs, value)
+    elif name not in HOST_NOPS: raise GPUFault(XID_PUSHBUFFER, f"unknown host method {method:#x}")
     return True
 
-  def sem_execute(self, ch: Channel, regs: dict[int, int], value: int) -> bool:
-    f = pushbuf.decode_sem_execute(value)
-    bits = 64 if f["payload64"] else 32
-    va = (regs.get(Host.SEM_ADDR_HI, 0) & _upper_mask(ch.cls)) << 32 | regs.get(Host.SEM_ADDR_LO, 0) & ~3
-    payload = regs.get(Host.SEM_PAYLOAD_LO, 0) | (regs.get(Host.SEM_PAYLOAD_HI, 0) << 32 if bits == 64 else 0)
-    if f["operation"] == pushbuf.SEM_RELEASE: self.release(va, payload, bits, bool(f["timestamp"]), "semaphore release")
-    elif (check := ACQUIRES.get(f["operation"])) is not None:
+  def sem_execute(self, fmt: hw.ClassFormat, regs: dict[int, int], value: int) -> bool:
+    f = {name: bits.get(value) for name, bits in fmt.methods["SEM_EXECUTE"].fields.items()}
+    bits = 64 if f["PAYLOAD_SIZE"] else 32
+    va = _field(fmt, regs, "SEM_ADDR_HI", "OFFSET") << 32 | _field(fmt, regs, "SEM_ADDR_LO", "OFFSET") << 2  # LO holds address bits 31:2
+    payload = _field(fmt, regs, "SEM_PAYLOAD_LO", "PAYLOAD") | (_field(fmt, regs, "SEM_PAYLOAD_HI", "PAYLOAD") << 32 if bits == 64 else 0)
+    if f["OPERATION"] == hw.SEM_RELEASE: self.release(va, payload, bits, bool(f["RELEASE_TIMESTAMP"]), "semaphore release")
+    elif (check := ACQUIRES.get(f["OPERATION"])) is not None:
       if va % (bits // 8): raise GPUFault(XID_ENGINE, f"{bits}-bit semaphore acquire at unaligned GPU VA {va:#x}")
       return check(self.read(va, bits, "semaphore acquire"), payload, bits)
-    else: raise GPUFault(XID_PUSHBUFFER, f"SEM_EXECUTE operation {f['operation']} is not modelled")
+    else: raise GPUFault(XID_PUSHBUFFER, f"SEM_EXECUTE operation {f['OPERATION']} is not modelled")
     return True
 
   # ---- copy engine
-  def launch_dma(self, cls: int, regs: dict[int, int], value: int) -> None:
-    f = pushbuf.decode_launch_dma(value)
-    upper = _upper_mask(cls)
-    def address(hi: int, lo: int) -> int: return (regs.get(hi, 0) & upper) << 32 | regs.get(lo, 0)
-    if f["transfer"] != pushbuf.DMA_TRANSFER_NONE:
-      if f["src_physical"] or f["dst_physical"]: raise GPUFault(XID_ENGINE, "LAUNCH_DMA with physical addresses is not modelled")
-      if not (f["src_pitch"] and f["dst_pitch"]): raise GPUFault(XID_ENGINE, "LAUNCH_DMA with a block-linear layout is not modelled")
-      src, dst = address(Copy.OFFSET_IN_UPPER, Copy.OFFSET_IN_LOWER), address(Copy.OFFSET_OUT_UPPER, Copy.OFFSET_OUT_LOWER)
-      length, lines = regs.get(Copy.LINE_LENGTH_IN, 0), regs.get(Copy.LINE_COUNT, 1) if f["multi_line"] else 1
+  def launch_dma(self, fmt: hw.ClassFormat, regs: dict[int, int], value: int) -> None:
+    f = {name: bits.get(value) for name, bits in fmt.methods["LAUNCH_DMA"].fields.items()}
+    def address(upper: str, lower: str) -> int: return _field(fmt, regs, upper, "UPPER") << 32 | regs.get(fmt.offset(lower), 0)
+    def count(method: str, default: int = 0) -> int: return regs.get(fmt.offset(method), default)
+    if f["DATA_TRANSFER_TYPE"] != hw.DMA_TRANSFER_NONE:
+      if f["DATA_TRANSFER_TYPE"] not in (hw.DMA_TRANSFER_PIPELINED, hw.DMA_TRANSFER_NON_PIPELINED):
+        raise GPUFault(XID_ENGINE, f"LAUNCH_DMA transfer type {f['DATA_TRANSFER_TYPE']} is not modelled")
+      if hw.DMA_TYPE_PHYSICAL in (f["SRC_TYPE"], f["DST_TYPE"]): raise GPUFault(XID_ENGINE, "LAUNCH_DMA with physical addresses is not modelled")
+      if not f["SRC_MEMORY_LAYOUT"] == f["DST_MEMORY_LAYOUT"] == hw.DMA_LAYOUT_PITCH:
+        raise GPUFault(XID_ENGINE, "LAUNCH_DMA with a block-linear layout is not modelled")
+      if f["REMAP_ENABLE"] or f.get("MEMORY_SCRUB_ENABLE"): raise GPUFault(XID_ENGINE, "LAUNCH_DMA remapping or scrubbing is not modelled")
+      src, dst = address("OFFSET_IN_UPPER", "OFFSET_IN_LOWER"), address("OFFSET_OUT_UPPER", "OFFSET_OUT_LOWER")
+      length, lines = count("LINE_LENGTH_IN"), count("LINE_COUNT", 1) if f["MULTI_LINE_ENABLE"] else 1
       for i in range(lines):
-        s, d = src + i * regs.get(Copy.PITCH_IN, 0), dst + i * regs.get(Copy.PITCH_OUT, 0)
+        s, d = src + i * count("PITCH_IN"), dst + i * count("PITCH_OUT")
         ctypes.memmove(self.host(d, length, "copy destination"), self.host(s, length, "copy source"), length)
-    if f["semaphore"] in (pushbuf.DMA_SEM_ONE_WORD, pushbuf.DMA_SEM_FOUR_WORD):
-      bits = 64 if f["payload64"] and cls != rm.AMPERE_DMA_COPY_A else 32  # SEMAPHORE_PAYLOAD_SIZE is reserved on c6b5
-      payload = regs.get(Copy.SET_SEMAPHORE_PAYLOAD, 0) | regs.get(Copy.SET_SEMAPHORE_PAYLOAD_UPPER, 0) << 32
-      self.release(address(Copy.SET_SEMAPHORE_A, Copy.SET_SEMAPHORE_B), payload, bits, f["semaphore"] == pushbuf.DMA_SEM_FOUR_WORD, "copy semaphore")
-    elif f["semaphore"]: raise GPUFault(XID_ENGINE, f"LAUNCH_DMA semaphore type {f['semaphore']} is not modelled")
+    if f["SEMAPHORE_TYPE"] in (hw.DMA_SEMAPHORE_ONE_WORD, hw.DMA_SEMAPHORE_FOUR_WORD):
+      if f["SEMAPHORE_REDUCTION_ENABLE"]: raise GPUFault(XID_ENGINE, "LAUNCH_DMA semaphore reduction is not modelled")
+      bits = 64 if f.get("SEMAPHORE_PAYLOAD_SIZE") == hw.DMA_PAYLOAD_TWO_WORD else 32  # no such field on c6b5: one word
+      payload = count("SET_SEMAPHORE_PAYLOAD") | (count("SET_SEMAPHORE_PAYLOAD_UPPER") << 32 if "SET_SEMAPHORE_PAYLOAD_UPPER" in fmt.methods else 0)
+      self.release(address("SET_SEMAPHORE_A", "SET_SEMAPHORE_B"), payload, bits, f["SEMAPHORE_TYPE"] == hw.DMA_SEMAPHORE_FOUR_WORD, "copy semaphore")
+    elif f["SEMAPHORE_TYPE"]: raise GPUFault(XID_ENGINE, f"LAUNCH_DMA semaphore type {f['SEMAPHORE_TYPE']} is not modelled")
 
   # ---- compute engine
-  def report_semaphore(self, cls: int, regs: dict[int, int], value: int) -> None:
-    if value & 3: raise GPUFault(XID_ENGINE, f"SET_REPORT_SEMAPHORE_D operation {value & 3} is not modelled (only release)")
-    va = (regs.get(Compute.SET_REPORT_SEMAPHORE_A, 0) & _upper_mask(cls)) << 32 | regs.get(Compute.SET_REPORT_SEMAPHORE_B, 0)
-    self.release(va, regs.get(Compute.SET_REPORT_SEMAPHORE_C, 0), 32, not value >> 28 & 1, "report semaphore")
+  def report_semaphore(self, fmt: hw.ClassFormat, regs: dict[int, int], value: int) -> None:
+    if (op := fmt.get("SET_REPORT_SEMAPHORE_D", "OPERATION", value)) != hw.REPORT_RELEASE:
+      raise GPUFault(XID_ENGINE, f"SET_REPORT_SEMAPHORE_D operation {op} is not modelled (only release)")
+    if fmt.get("SET_REPORT_SEMAPHORE_D", "REDUCTION_ENABLE", value): raise GPUFault(XID_ENGINE, "SET_REPORT_SEMAPHORE_D reduction is not modelled")
+    va = _reg64(fmt, regs, ("SET_REPORT_SEMAPHORE_A", "OFFSET_UPPER"), ("SET_REPORT_SEMAPHORE_B", "OFFSET_LOWER")) or 0
+    four_words = fmt.get("SET_REPORT_SEMAPHORE_D", "STRUCTURE_SIZE", value) == hw.REPORT_FOUR_WORDS
+    self.release(va, _field(fmt, regs, "SET_REPORT_SEMAPHORE_C", "PAYLOAD"), 32, four_words, "report semaphore")
 
-  def inline_qmd(self, ch: Channel, cls: int, regs: dict[int, int], method: int, value: int) -> None:
-    """LOAD_INLINE_QMD_DATA: the QMD arrives dword by dword; the last one stores it at SET_INLINE_QMD_ADDRESS and launches it."""
-    size = qmd.QMD_LAYOUTS[qmd.qmd_version_for_class(cls)].size
-    index = (method - Compute.LOAD_INLINE_QMD_DATA) // 4
+  def inline_qmd(self, ch: Channel, fmt: hw.ClassFormat, regs: dict[int, int], index: int, value: int) -> None:
+    """LOAD_INLINE_QMD_DATA(index): the QMD arrives dword by dword; the last one stores it at SET_INLINE_QMD_ADDRESS and launches it."""
+    qf = hw.QMDS[hw.QMD_OF_CLASS[fmt.cls]]
     if index != len(ch.inline) // 4: raise GPUFault(XID_ENGINE, f"LOAD_INLINE_QMD_DATA dword {index} after {len(ch.inline) // 4} dwords")
+    size = 384 if fmt.has("SET_INLINE_QMD_ADDRESS_A", "INLINE_SIZE") and _field(fmt, regs, "SET_INLINE_QMD_ADDRESS_A", "INLINE_SIZE") == hw.INLINE_384 else 256
+    if size != qf.size: raise GPUFault(XID_ENGINE, f"an inline QMD of {size} bytes on class {fmt.cls:#x}, which launches {qf.version} ({qf.size} bytes)")
     ch.inline += struct.pack("<I", value)
     if len(ch.inline) < size: return
-    va = ((regs.get(Compute.SET_INLINE_QMD_ADDRESS_A, 0) & 0x1ff if cls >= rm.HOPPER_COMPUTE_A else regs.get(Compute.SET_INLINE_QMD_ADDRESS_A, 0)) << 32
-          | regs.get(Compute.SET_INLINE_QMD_ADDRESS_B, 0)) << 8
+    va = (_reg64(fmt, regs, ("SET_INLINE_QMD_ADDRESS_A", "QMD_ADDRESS_SHIFTED8_UPPER"), ("SET_INLINE_QMD_ADDRESS_B", "QMD_ADDRESS_SHIFTED8_LOWER")) or 0) << 8
     self.view(va, size, "inline QMD")[:] = ch.inline
     ch.inline = bytearray()
-    self.launch(ch, cls, regs, va)
+    self.launch(ch, fmt, regs, va)
 
-  def launch(self, ch: Channel, cls: int, regs: dict[int, int], qmd_va: int) -> None:
+  def launch(self, ch: Channel, fmt: hw.ClassFormat, regs: dict[int, int], qmd_va: int) -> None:
     """Runs the QMD at qmd_va, its releases, then the QMDs it chains to through DEPENDENT_QMD0."""
-    layout = qmd.QMD_LAYOUTS[qmd.qmd_version_for_class(cls)]
+    qf = hw.QMDS[hw.QMD_OF_CLASS[fmt.cls]]
     for _ in range(MAX_CHAIN):
       if qmd_va % 256: raise GPUFault(XID_ENGINE, f"QMD address {qmd_va:#x} is not 256-byte aligned")
-      q = qmd.decode(layout, self.view(qmd_va, layout.size, "QMD"))
-      try: self.run_qmd(cls, layout, regs, q)
+      q = qf.decode(self.view(qmd_va, qf.size, "QMD"))
+      try: self.run_qmd(fmt, qf, regs, q)
       except GPUFault as e: raise GPUFault(e.xid, f"QMD at {qmd_va:#x}: {e}") from None
       for i in range(3):
-        if not q.get(f"release{i}_enable"): continue
+        if not q[f"release{i}_enable"]: continue
         if q[f"release{i}_reduction_enable"]: raise GPUFault(XID_ENGINE, f"QMD at {qmd_va:#x}: release {i} reduction is not modelled")
         size, bits = q[f"release{i}_structure_size"], 64 if q[f"release{i}_payload64b"] else 32
-        if size == qmd.RELEASE_TWO_WORDS: bits = 64
-        self.release(q[f"release{i}_address"], q[f"release{i}_payload"], bits, size == qmd.RELEASE_FOUR_WORDS, f"QMD release {i}")
+        if size == hw.RELEASE_TWO_WORDS: bits = 64
+        self.release(q[f"release{i}_address"], q[f"release{i}_payload"], bits, size == hw.RELEASE_FOUR_WORDS, f"QMD release {i}")
       if not q["dependent_qmd0_enable"]: return
-      if q["dependent_qmd0_action"] != qmd.DEPENDENT_QMD_SCHEDULE:
+      if q["dependent_qmd0_action"] != hw.DEPENDENT_QMD_ACTION_SCHEDULE:
         raise GPUFault(XID_ENGINE, f"QMD at {qmd_va:#x}: dependent QMD action {q['dependent_qmd0_action']} is not modelled")
       qmd_va = q["dependent_qmd0_pointer"]
     raise GPUFault(XID_ENGINE, f"a dependent-QMD chain longer than {MAX_CHAIN} launches (a cycle?) ending at {qmd_va:#x}")
 
-  def run_qmd(self, cls: int, layout: qmd.QmdLayout, regs: dict[int, int], q: dict[str, int]) -> None:
-    if q["qmd_major_version"] != layout.major:
-      raise GPUFault(XID_ENGINE, f"QMD version {q['qmd_major_version']} on class {cls:#x}, which takes version {layout.major} ({layout.version})")
-    if "qmd_type" in q and layout.major >= 5 and q["qmd_type"] != qmd.QMD_TYPE_GRID_CTA:
-      raise GPUFault(XID_ENGINE, f"QMD type {q['qmd_type']}, version {layout.version} needs GRID_CTA ({qmd.QMD_TYPE_GRID_CTA})")
+  def run_qmd(self, fmt: hw.ClassFormat, qf: hw.QmdFormat, regs: dict[int, int], q: dict[str, int]) -> None:
+    if q["qmd_major_version"] != qf.major:
+      raise GPUFault(XID_ENGINE, f"QMD version {q['qmd_major_version']} on class {fmt.cls:#x}, which takes version {qf.major} ({qf.version})")
+    if "qmd_type" in q and qf.major >= 5 and q["qmd_type"] != hw.QMD_TYPE_GRID_CTA:
+      raise GPUFault(XID_ENGINE, f"QMD type {q['qmd_type']}, version {qf.version} needs GRID_CTA ({hw.QMD_TYPE_GRID_CTA})")
     block, grid = (q["block_dim_x"], q["block_dim_y"], q["block_dim_z"]), (q["grid_width"], q["grid_height"], q["grid_depth"])
     if 0 in block or prod(block) > 1024: raise GPUFault(XID_ENGINE, f"block {block}: needs 1..1024 threads")
     if 0 in grid: raise GPUFault(XID_ENGINE, f"empty grid {grid}")
@@ -397,18 +409,17 @@ class GPU:
     if q["cb0_size"] < offset + nbytes: raise GPUFault(XID_ENGINE, f"constant buffer 0 holds {q['cb0_size']:#x} bytes, the parameters end at {offset + nbytes:#x}")
     params = bytes(self.view(q["cb0_address"] + offset, nbytes, "kernel parameters in constant buffer 0"))
     pointers = [struct.unpack_from("<Q", params, at)[0] for _, kind, at, size in module.param_layout(entry) if kind in ("u64", "b64", "s64")]
-    self.check_windows(regs, q, tuple(pointers))
+    self.check_windows(fmt, regs, q, tuple(pointers))
     if q["shared_memory_size"] < module.shared_size(entry):
       raise GPUFault(XID_ENGINE, f"the QMD gives {q['shared_memory_size']:#x} bytes of shared memory, the kernel declares {module.shared_size(entry):#x}")
     try: module.run(entry, grid, block, params, self.memory)
     except PTXFault as e: raise GPUFault(XID_MMU, f"MMU fault: {e}") from None
     except PTXError as e: raise GPUFault(XID_ENGINE, f"the program failed: {e}") from None
 
-  def check_windows(self, regs: dict[int, int], q: dict[str, int], vas: tuple[int, ...]) -> None:
+  def check_windows(self, fmt: hw.ClassFormat, regs: dict[int, int], q: dict[str, int], vas: tuple[int, ...]) -> None:
     """What the SMs need besides the QMD: an aligned shared window, no buffer inside a window, mapped local memory."""
-    def reg64(a: int, b: int, mask: int) -> int | None: return (regs.get(a, 0) & mask) << 32 | regs.get(b, 0) if a in regs or b in regs else None
-    shared = reg64(Compute.SET_SHADER_SHARED_MEMORY_WINDOW_A, Compute.SET_SHADER_SHARED_MEMORY_WINDOW_B, 0x1ffff)
-    local = reg64(Compute.SET_SHADER_LOCAL_MEMORY_WINDOW_A, Compute.SET_SHADER_LOCAL_MEMORY_WINDOW_B, 0x1ffff)
+    shared = _reg64(fmt, regs, ("SET_SHADER_SHARED_MEMORY_WINDOW_A", "BASE_ADDRESS_UPPER"), ("SET_SHADER_SHARED_MEMORY_WINDOW_B", "BASE_ADDRESS"))
+    local = _reg64(fmt, regs, ("SET_SHADER_LOCAL_MEMORY_WINDOW_A", "BASE_ADDRESS_UPPER"), ("SET_SHADER_LOCAL_MEMORY_WINDOW_B", "BASE_ADDRESS"))
     hopper = self.arch.sm >= 90
     if shared is not None and hopper and shared % (1 << 32): raise GPUFault(XID_ENGINE, f"shared memory window {shared:#x} is not 4 GiB aligned")
     for name, base, size in (("shared", shared, 1 << 32 if hopper else 1 << 24), ("local", local, 1 << 24)):
@@ -416,8 +427,8 @@ class GPU:
         raise GPUFault(XID_ENGINE, f"buffer parameter at {inside[0]:#x} lies in the {name} memory window at {base:#x}")
     per_thread = q["shader_local_memory_low_size"] + q["shader_local_memory_high_size"]
     if per_thread:
-      base = reg64(Compute.SET_SHADER_LOCAL_MEMORY_A, Compute.SET_SHADER_LOCAL_MEMORY_B, 0x1ffffff)
-      per_tpc = (regs.get(Compute.SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, 0) & 0xff) << 32 | regs.get(Compute.SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B, 0)
+      base = _reg64(fmt, regs, ("SET_SHADER_LOCAL_MEMORY_A", "ADDRESS_UPPER"), ("SET_SHADER_LOCAL_MEMORY_B", "ADDRESS_LOWER"))
+      per_tpc = _reg64(fmt, regs, ("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A", "SIZE_UPPER"), ("SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B", "SIZE_LOWER")) or 0
       need = per_thread * 32 * self.arch.max_warps_per_sm * self.arch.sm_per_tpc
       if base is None or per_tpc < need:
         raise GPUFault(XID_ENGINE, f"{per_thread} bytes of local memory per thread need SET_SHADER_LOCAL_MEMORY_A/B and "
