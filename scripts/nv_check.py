@@ -1,10 +1,13 @@
-"""One check of an NVIDIA GPU through tg's own driver (NV) and through libcuda (CUDA): elementwise, reduction and
-matmul (fp32, fp16, bf16) results and a TinyJit MNIST training step against numpy, then matmul TFLOPS (fp32, and fp16
-on tensor cores) and kernel launch latency on both. Prints one table; a device that can't open is reported, not fatal.
+"""One check of an NVIDIA GPU through tg's own driver (NV) and through libcuda (CUDA): elementwise, reduction, matmul
+(fp32, fp16, bf16), convolution and a TinyJit MNIST training step against numpy, then matmul TFLOPS (fp32, and fp16 on
+tensor cores) next to the GPU's published peak, host<->device copy bandwidth and kernel launch latency. Prints one
+table, then each failure whole (an RM or UVM call names its parameters as sent and the status that came back); a
+device that can't open is reported, not fatal.
 
   python scripts/nv_check.py                # a real GPU (NV and CUDA)
   DEV=MOCK+NV python scripts/nv_check.py    # the software model: small sizes, NV only
-Switches: N (matmul size for the timing, default 4096; 64 on the model), LAUNCHES (default 1000; 20 on the model)."""
+Switches: N (matmul size for the timing, default 4096; 64 on the model), LAUNCHES (default 1000; 20 on the model),
+COPY_MB (copy size, default 256; 1 on the model)."""
 from __future__ import annotations
 import os, sys, time, traceback
 import numpy as np
@@ -15,6 +18,9 @@ from ir.switches import getenv
 ON_MODEL = "MOCK" in os.environ.get("DEV", "")
 N = getenv("N", 64 if ON_MODEL else 4096)
 LAUNCHES = getenv("LAUNCHES", 20 if ON_MODEL else 1000)
+COPY_MB = getenv("COPY_MB", 1 if ON_MODEL else 256)
+# dense peak TFLOPS (fp32, fp16 on tensor cores) from NVIDIA's datasheets, by SM version: H100/H200 SXM for sm_90
+PEAK_TFLOPS = {90: {"fp32": 67.0, "fp16": 989.0}, 89: {"fp32": 82.6, "fp16": 165.2}, 80: {"fp32": 19.5, "fp16": 312.0}}
 
 def close(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
   err = float(np.max(np.abs(got.astype(np.float64) - want) / (atol + rtol * np.abs(want)))) if want.size else 0.0
@@ -36,6 +42,16 @@ def check_matmul(dev: str, dtype, rtol: float) -> str:
   got = (Tensor(a, device=dev).cast(dtype) @ Tensor(b, device=dev).cast(dtype)).float().numpy()
   ref = a.astype(np.float64) @ b.astype(np.float64)
   return close(got, ref, rtol, rtol * 4)
+
+def check_conv(dev: str) -> str:
+  rng = np.random.default_rng(4)
+  x, w = rng.standard_normal((2, 3, 12, 12), dtype=np.float32), rng.standard_normal((4, 3, 3, 3), dtype=np.float32)
+  got = Tensor(x, device=dev).conv2d(Tensor(w, device=dev), padding=1).numpy()
+  xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+  ref = np.zeros((2, 4, 12, 12))
+  for i in range(3):
+    for j in range(3): ref += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 12, j:j + 12], w[:, :, i, j].astype(np.float64))
+  return close(got, ref, 1e-4, 1e-4)
 
 def mnist_reference(x, y, w1, w2, lr: float, steps: int):
   """The same MLP step in numpy: relu(x @ w1) @ w2, mean cross-entropy, SGD."""
@@ -72,6 +88,9 @@ def check_mnist_step(dev: str) -> str:
   r1, r2 = mnist_reference(x.astype(np.float64), y, w1.astype(np.float64), w2.astype(np.float64), 0.1, 4)
   return close(np.concatenate([W1.numpy().ravel(), W2.numpy().ravel()]), np.concatenate([r1.ravel(), r2.ravel()]), 1e-3, 1e-5)
 
+def peak(dev: str, kind: str) -> float | None:
+  return PEAK_TFLOPS.get(getattr(Device[dev], "sm", 0), {}).get(kind) if not ON_MODEL else None
+
 def time_matmul(dev: str, dtype) -> str:
   a, b = (Tensor.rand(N, N, device=dev).cast(dtype).realize() for _ in range(2))
   best = float("inf")
@@ -81,7 +100,22 @@ def time_matmul(dev: str, dtype) -> str:
     (a @ b).realize()
     Device[dev].synchronize()
     best = min(best, time.perf_counter() - st)
-  return f"{2 * N ** 3 / best / 1e12:.3f} TFLOPS (N={N})"
+  tflops, top = 2 * N ** 3 / best / 1e12, peak(dev, "fp32" if dtype == dtypes.float32 else "fp16")
+  return f"{tflops:.3f} TFLOPS (N={N})" + (f", {100 * tflops / top:.0f}% of {top:g} peak" if top else "")
+
+def time_copies(dev: str) -> str:
+  host = np.random.default_rng(5).random(COPY_MB << 18, dtype=np.float32)
+  Tensor(host[:1024], device=dev).realize()
+  Device[dev].synchronize()
+  st = time.perf_counter()
+  t = Tensor(host, device=dev).realize()
+  Device[dev].synchronize()
+  h2d = time.perf_counter() - st
+  st = time.perf_counter()
+  back = t.numpy()
+  d2h = time.perf_counter() - st
+  ok = "" if np.array_equal(back, host) else " (DATA MISMATCH)"
+  return f"H2D {host.nbytes / h2d / 1e9:.2f} GB/s, D2H {host.nbytes / d2h / 1e9:.2f} GB/s ({COPY_MB} MB){ok}"
 
 def time_launch(dev: str) -> str:
   x = Tensor.zeros(1, device=dev).contiguous().realize()
@@ -95,17 +129,19 @@ def time_launch(dev: str) -> str:
 
 CHECKS = [("elementwise f32", check_elementwise), ("reduction f32", check_reduction),
           ("matmul f32", lambda d: check_matmul(d, dtypes.float32, 1e-4)), ("matmul f16", lambda d: check_matmul(d, dtypes.float16, 2e-2)),
-          ("matmul bf16", lambda d: check_matmul(d, dtypes.bfloat16, 6e-2)), ("TinyJit MNIST step", check_mnist_step),
+          ("matmul bf16", lambda d: check_matmul(d, dtypes.bfloat16, 6e-2)), ("conv2d f32", check_conv), ("TinyJit MNIST step", check_mnist_step),
           ("matmul f32 speed", lambda d: time_matmul(d, dtypes.float32)),
-          ("matmul f16 speed (TC)", lambda d: time_matmul(d, dtypes.float16)), ("launch latency", time_launch)]
+          ("matmul f16 speed (TC)", lambda d: time_matmul(d, dtypes.float16)), ("copy bandwidth", time_copies), ("launch latency", time_launch)]
 
 def main() -> None:
   devices = ["NV"] if ON_MODEL else ["NV", "CUDA"]
   results: dict[str, list[str]] = {}
+  failures: list[str] = []
   for dev in devices:
     try: Device[dev]
     except Exception as e:
-      results[dev] = [f"unavailable: {e}"] + [""] * (len(CHECKS) - 1)
+      results[dev] = ["unavailable (below)"] + [""] * (len(CHECKS) - 1)
+      failures.append(f"{dev} bring-up: {e}" + (f"\n  caused by {type(e.__cause__).__name__}: {e.__cause__}" if e.__cause__ else ""))
       continue
     row = []
     for name, fn in CHECKS:
@@ -113,12 +149,15 @@ def main() -> None:
       try: row.append(fn(dev))
       except Exception as e:
         if getenv("DEBUG", 0) >= 1: traceback.print_exc()
-        row.append(f"ERROR {type(e).__name__}: {str(e)[:60]}")
+        row.append(f"ERROR {type(e).__name__} (below)")
+        failures.append(f"{dev} {name}: {type(e).__name__}: {e}")
       print(f"{dev:5s} {name:20s} {row[-1]}  [{time.perf_counter() - st:.1f} s]", file=sys.stderr)
     results[dev] = row
   width = max(len(v) for r in results.values() for v in r) + 2
   print(f"{'check':22s}" + "".join(f"{d:{width}s}" for d in devices))
   for i, (name, _) in enumerate(CHECKS): print(f"{name:22s}" + "".join(f"{results[d][i]:{width}s}" for d in devices))
+  for f in failures: print(f"\n{f}")
+  sys.exit(1 if failures or any("FAIL" in v or "WRONG" in v or "MISMATCH" in v for r in results.values() for v in r) else 0)
 
 if __name__ == "__main__":
   main()

@@ -14,8 +14,14 @@ class NewFile:
   handle: Any
 
 class DeviceModel:
-  """A model of one kernel interface (and the hardware behind it). Subclasses override what their driver uses."""
+  """A model of one kernel interface (and the hardware behind it). Subclasses override what their driver uses.
+  `system` is the MockSystem it is registered with (to resolve file descriptors passed inside ioctl arguments)."""
   pci: list[PCIDevice] = []
+  system: Any = None
+  def file_of(self, fd: int) -> Any:
+    """The handle of this model's file behind descriptor `fd`, or None (closed, another model's, not a mock file)."""
+    model, handle = self.system.files.get(fd, (None, None)) if self.system is not None else (None, None)
+    return handle if model is self else None
   def open(self, path: str) -> Any: return path
   def close(self, handle: Any) -> None: pass
   def ioctl(self, handle: Any, name: str, request: int, arg) -> int: raise OSError(errno.ENOTTY, f"ioctl {name} ({request:#x}): not modelled")
@@ -33,7 +39,9 @@ class MockSystem(System):
     self.files: dict[int, tuple[DeviceModel, Any]] = {}
     self.mappings: dict[int, tuple[DeviceModel, Any]] = {}  # address -> the model (and file) that mapped it
     self._next_fd = 1 << 20  # far from real descriptors
-  def register(self, prefix: str, model: DeviceModel) -> None: self.models[prefix] = model
+  def register(self, prefix: str, model: DeviceModel) -> None:
+    self.models[prefix] = model
+    model.system = self
   def _model(self, path: str) -> DeviceModel:
     for prefix, model in self.models.items():
       if path.startswith(prefix): return model

@@ -71,7 +71,7 @@ class Channel:
     self.engine = dev.rm.alloc(self.handle, engine_class)
     self.token = dev.rm.control(self.handle, nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                                 "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS").workSubmitToken
-    dev.uvm.register_channel(dev.uuid, self.handle, self.ring.va, self.ring.size)
+    dev.uvm.register_channel(dev.uuid, self.handle, *dev.context_window(tsg))
     self.commands = dev.alloc_memory(COMMAND_RING, host=True)
     self.words = np.frombuffer(memoryview_at(self.commands.cpu, COMMAND_RING), dtype=np.uint32)
     self.put, self.cmd_at = 0, 0
@@ -196,9 +196,12 @@ class NVDevice(HCQCompiled):
     cards = self.rm.card_info()
     if index >= len(cards): raise DeviceUnavailable(f"NV unavailable: {device} asked for, the module reports {len(cards)} GPU(s)")
     self.minor = cards[index].minor_number
+    self.gpu_file = self.rm.open_gpu_file(self.minor)  # kept open: the first open attaches the GPU, and RM knows only attached ones
     info = self.rm.control(self.rm.client, nv.NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS", gpuId=cards[index].gpu_id)
-    self.gpu_file = self.rm.open_gpu_file(self.minor)  # kept open: the first open brings the GPU up
-    self.uvm = UVM(self.rm)
+    try: self.uvm = UVM(self.rm)
+    except OSError as e:
+      if is_missing(e): raise DeviceUnavailable(f"NV unavailable: can't open /dev/nvidia-uvm ({e.strerror}); load the nvidia-uvm module (modprobe nvidia-uvm)") from None
+      raise
     rm = self.rm
     self.device_handle = rm.alloc_with(rm.client, nv.NV01_DEVICE_0, "NV0080_ALLOC_PARAMETERS", deviceId=info.deviceInstance, hClientShare=rm.client)
     self.subdevice = rm.alloc_with(self.device_handle, nv.NV20_SUBDEVICE_0, "NV2080_ALLOC_PARAMETERS", subDeviceId=0)
@@ -206,7 +209,7 @@ class NVDevice(HCQCompiled):
     usermode_class = pick(USERMODE_CLASSES, classes, "usermode")
     if usermode_class == nv.TURING_USERMODE_A: self.usermode = rm.alloc(self.subdevice, usermode_class)
     else: self.usermode = rm.alloc_with(self.subdevice, usermode_class, "NV_HOPPER_USERMODE_A_PARAMS", bBar1Mapping=1, bPriv=0)
-    doorbell_cpu, self._doorbell_fd = rm.map_to_cpu(self.minor, self.subdevice, self.usermode, 0x10000)
+    doorbell_cpu, self._doorbell_fd = rm.map_to_cpu(self.minor, self.subdevice, self.usermode, 0x10000, system_memory=False)
     self.doorbell = np.frombuffer(memoryview_at(doorbell_cpu, 0x10000), dtype=np.uint32)
     self.vaspace = rm.alloc_with(self.device_handle, nv.FERMI_VASPACE_A, "NV_VASPACE_ALLOCATION_PARAMETERS", vaBase=0x1000, vaSize=0x1FFFFFB000000,
                                  flags=nv.NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | nv.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED)
@@ -225,6 +228,7 @@ class NVDevice(HCQCompiled):
     self.ctxshare = rm.alloc_with(self.tsg, nv.FERMI_CONTEXT_SHARE_A, "NV_CTXSHARE_ALLOCATION_PARAMETERS", hVASpace=self.vaspace,
                                   flags=nv.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC)
     gpfifo = pick(GPFIFO_CLASSES, classes, "GPFIFO channel")
+    self.channel_window: tuple[int, int] | None = None  # the VA UVM places the channel group's context buffers in
     self.channels = {"compute": Channel(self, gpfifo, self.compute_class, self.tsg), "copy": Channel(self, gpfifo, self.dma_class, self.tsg)}
     rm.control(self.tsg, nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS", bEnable=1)
 
@@ -257,6 +261,15 @@ class NVDevice(HCQCompiled):
                     grInfoList=self.rm.abi.address(entries))
     return {name: e.data for name, e in zip(wanted, entries)}
 
+  def context_window(self, tsg: int) -> tuple[int, int]:
+    """A VA window for UVM to place the channel group's GR context buffers in (both channels share it): taken from the
+    address space for good, since UVM never says which part it used and ranges over that part would fail."""
+    if self.channel_window is None:
+      need = self.rm.control(self.subdevice, nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", hChannel=tsg).totalBufferSize
+      size = round_up(2 * need, 2 << 20)  # twice the total: UVM aligns each buffer on its own
+      self.channel_window = (self.addresses.alloc(size, 2 << 20), size)
+    return self.channel_window
+
   # ---- memory ----
   def alloc_memory(self, size: int, host: bool = False) -> NVBuffer:
     """`size` bytes of video memory (host=False) or pinned system memory (host=True, mapped for the CPU too)."""
@@ -284,7 +297,7 @@ class NVDevice(HCQCompiled):
     va = self.addresses.alloc(size, align)
     self.uvm.map(self.uuid, va, size, handle)
     buf = NVBuffer(va, size, handle=handle, host=host)
-    if host: buf.cpu, buf.fd = self.rm.map_to_cpu(self.minor, self.device_handle, handle, size)
+    if host: buf.cpu, buf.fd = self.rm.map_to_cpu(self.minor, self.device_handle, handle, size, system_memory=True)
     return buf
 
   def free_memory(self, buf: NVBuffer) -> None:

@@ -1,5 +1,5 @@
 """The NVIDIA kernel modules as tg's NV driver uses them: a resource-manager (RM) client on /dev/nvidiactl (objects,
-controls, CPU mappings through /dev/nvidiaN files) and nvidia-uvm (the GPU virtual address space). GPU memory is
+controls, CPU mappings through files named in RM_MAP_MEMORY) and nvidia-uvm (the GPU virtual address space). GPU memory is
 mapped through UVM alone and the version is read with the string query, so the same calls work on a host kernel and
 under gVisor's nvproxy (which refuses RM_MAP_MEMORY_DMA and GET_BUILD_VERSION_V2)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from drivers.nv import rm_abi as nv
 
 class RMError(RuntimeError): pass
 
-def _check(status: int, what: str) -> None:
-  if status != nv.NV_OK: raise RMError(f"{what} failed: {nv.status_name(status)} ({status:#x})")
+def _check(status: int, what: str, sent: str = "") -> None:
+  if status != nv.NV_OK: raise RMError(f"{what} failed: {nv.status_name(status)} ({status:#x}){' with ' + sent if sent else ''}")
 
 def query_version(system: System, ctl: int) -> str:
   """The kernel module's version string ("580.159.03"), from the query form of CHECK_VERSION_STR."""
@@ -30,7 +30,8 @@ class RMClient:
     self.client = self.alloc(0, nv.NV01_ROOT_CLIENT)
 
   def escape(self, fd: int, nr: int, struct: str, arg, name: str) -> None:
-    self.sys.ioctl(fd, name, self.abi.escape(nr, struct), arg)
+    try: self.sys.ioctl(fd, name, self.abi.escape(nr, struct), arg)
+    except OSError as e: raise OSError(e.errno, f"{e.strerror} with {struct} {self.abi.describe(arg)}") from None
 
   def alloc(self, parent: int, cls: int, params=None, params_type: str | None = None) -> int:
     """A new object of class `cls` under `parent`; its handle."""
@@ -39,7 +40,7 @@ class RMClient:
                        pAllocParms=self.abi.address(params) if params is not None else 0,
                        paramsSize=self.abi.sizeof(params_type) if params_type else 0)
     self.escape(self.ctl, nv.NV_ESC_RM_ALLOC, "NVOS21_PARAMETERS", arg, "NV_ESC_RM_ALLOC")
-    _check(arg.status, f"RM_ALLOC of class {cls:#x} under {parent:#x}")
+    _check(arg.status, f"RM_ALLOC of class {cls:#x} under {parent:#x}", self.abi.describe(params) if params is not None else "")
     return arg.hObjectNew
 
   def alloc_with(self, parent: int, cls: int, params_type: str, **fields) -> int:
@@ -51,7 +52,7 @@ class RMClient:
     arg = self.abi.new("NVOS54_PARAMETERS", hClient=self.client, hObject=obj, cmd=cmd, params=self.abi.address(params),
                        paramsSize=self.abi.sizeof(params_type))
     self.escape(self.ctl, nv.NV_ESC_RM_CONTROL, "NVOS54_PARAMETERS", arg, "NV_ESC_RM_CONTROL")
-    _check(arg.status, f"RM control {cmd:#x} on {obj:#x}")
+    _check(arg.status, f"RM control {cmd:#x} on {obj:#x}", f"{params_type} {self.abi.describe(params)}")
     return params
 
   def free(self, obj: int, parent: int) -> None:
@@ -60,26 +61,28 @@ class RMClient:
     _check(arg.status, f"RM_FREE of {obj:#x}")
 
   def card_info(self) -> list:
-    """The GPUs the module knows (valid entries of CARD_INFO)."""
+    """The GPUs the module knows (valid entries of CARD_INFO), each its own copy (not a view of a freed array)."""
     cards = self.abi.ffi.new("nv_ioctl_card_info_t[64]")
     self.sys.ioctl(self.ctl, "NV_ESC_CARD_INFO", nv.escape_request(nv.NV_ESC_CARD_INFO, self.abi.ffi.sizeof(cards)), cards)
-    return [c for c in cards if c.valid]
+    return [self.abi.ffi.new("nv_ioctl_card_info_t *", c) for c in cards if c.valid]
 
   def open_gpu_file(self, minor: int) -> int:
-    """A /dev/nvidiaN file registered with this client's control file (each CPU mapping needs its own)."""
+    """A /dev/nvidiaN file registered with this client's control file; while one is open the GPU stays attached."""
     fd = self.sys.open(f"/dev/nvidia{minor}")
     arg = self.abi.new("nv_ioctl_register_fd_t", ctl_fd=self.ctl)
     self.escape(fd, nv.NV_ESC_REGISTER_FD, "nv_ioctl_register_fd_t", arg, "NV_ESC_REGISTER_FD")
     return fd
 
-  def map_to_cpu(self, minor: int, device: int, memory: int, size: int) -> tuple[int, int]:
-    """(CPU address, file) of a mapping of `memory` (the file must stay open while the mapping is used)."""
-    fd = self.open_gpu_file(minor)
+  def map_to_cpu(self, minor: int, device: int, memory: int, size: int, system_memory: bool) -> tuple[int, int]:
+    """(CPU address, file) of a mapping of `memory` (the file must stay open while the mapping is used). The escape goes
+    to the client's control file and names, in params.fd, a fresh file that takes the mapping: /dev/nvidiactl for
+    system memory, the GPU's /dev/nvidiaN for what lies behind a BAR (the usermode window, video memory)."""
+    fd = self.sys.open("/dev/nvidiactl" if system_memory else f"/dev/nvidia{minor}")
     arg = self.abi.new("nv_ioctl_nvos33_parameters_with_fd", params={"hClient": self.client, "hDevice": device, "hMemory": memory,
                                                                      "length": size}, fd=fd)
     try:
-      self.escape(fd, nv.NV_ESC_RM_MAP_MEMORY, "nv_ioctl_nvos33_parameters_with_fd", arg, "NV_ESC_RM_MAP_MEMORY")
-      _check(arg.params.status, f"RM_MAP_MEMORY of {memory:#x}")
+      self.escape(self.ctl, nv.NV_ESC_RM_MAP_MEMORY, "nv_ioctl_nvos33_parameters_with_fd", arg, "NV_ESC_RM_MAP_MEMORY")
+      _check(arg.params.status, f"RM_MAP_MEMORY of {memory:#x}", self.abi.describe(arg))
       return self.sys.mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), fd
     except Exception:
       self.sys.close(fd)
@@ -98,7 +101,7 @@ class UVM:
   def call(self, request: int, params_type: str, fd: int | None = None, **fields):
     params = self.abi.new(params_type, **fields)
     self.sys.ioctl(self.fd if fd is None else fd, params_type.removesuffix("_PARAMS"), request, params)
-    _check(params.rmStatus, params_type.removesuffix("_PARAMS"))
+    _check(params.rmStatus, params_type.removesuffix("_PARAMS"), self.abi.describe(params))
     return params
 
   def register_gpu(self, uuid: bytes, vaspace: int) -> None:

@@ -57,6 +57,7 @@ typedef struct { uint32_t workSubmitToken; } NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUB
 typedef struct { uint32_t index, data; } NV2080_CTRL_GR_INFO;
 typedef struct { uint32_t flags; uint64_t route; } NV2080_CTRL_GR_ROUTE_INFO;
 typedef struct { uint32_t grInfoListSize; uint64_t grInfoList; NV2080_CTRL_GR_ROUTE_INFO grRouteInfo; } NV2080_CTRL_GR_GET_INFO_PARAMS;
+typedef struct { uint32_t hChannel; uint64_t totalBufferSize; } NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS;
 
 typedef struct { uint8_t uuid[16]; } NvProcessorUuid;
 typedef struct { uint64_t flags; uint32_t rmStatus; } UVM_INITIALIZE_PARAMS;
@@ -113,6 +114,17 @@ class RmAbi:
   def address(self, cdata) -> int:
     """The address of a cdata pointer, as an NvP64 field wants it."""
     return int(self.ffi.cast("uintptr_t", cdata))
+  def describe(self, cdata, depth: int = 2) -> str:
+    """A struct's fields as "name=value" (ints in hex, nested structs in braces, arrays by their first entries), for
+    error messages that show what was sent and what came back."""
+    t = self.ffi.typeof(cdata)
+    if t.kind == "pointer": cdata, t = cdata[0], t.item
+    if t.kind == "array": return "[" + ", ".join(self.describe(v, depth - 1) if not isinstance(v, int) else f"{v:#x}" for v in list(cdata)[:4]) + (", ...]" if len(cdata) > 4 else "]")
+    if t.kind != "struct" or depth < 0: return "..."
+    def value(name: str) -> str:
+      v = getattr(cdata, name)
+      return f"{v:#x}" if isinstance(v, int) else self.describe(v, depth - 1)
+    return "{" + ", ".join(f"{name}={value(name)}" for name, _ in t.fields) + "}"
   def escape(self, nr: int, name: str) -> int:
     """The request number of RM escape `nr` taking a `name` argument."""
     return escape_request(nr, self.ffi.sizeof(name))
@@ -159,6 +171,7 @@ UvmGpuMappingTypeDefault, UvmGpuMappingTypeReadWriteAtomic, UvmGpuMappingTypeRea
 NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, NV0000_CTRL_CMD_GPU_GET_PROBED_IDS = 0x205, 0x214
 NV0080_CTRL_CMD_GPU_GET_CLASSLIST, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2 = 0x800201, 0x800292
 NV2080_CTRL_CMD_GPU_GET_GID_INFO, NV2080_CTRL_CMD_GR_GET_INFO = 0x2080014A, 0x20801201
+NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE = 0x20801218  # ctrl2080gr.h: bytes a channel's (or TSG's) context buffers need in its UVM window
 NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xC36F0108, 0xA06C0101
 NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY = 2  # FORMAT 1:0; the UUID as 16 raw bytes
 NV0000_CTRL_GPU_INVALID_ID = 0xFFFFFFFF  # an unused slot of GET_PROBED_IDS

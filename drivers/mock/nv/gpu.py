@@ -26,6 +26,8 @@ from drivers.mock.nv.toolchain import PROGRAM_MAGIC, param_offset
 
 XID_ENGINE, XID_MMU, XID_PUSHBUFFER = 13, 31, 32
 HOT_POLL_S, IDLE_SLEEP_S, IDLE_LONG_S, DOZE_S = 0.005, 0.0002, 0.1, 0.002  # spin after work, then nap, then doze when long idle
+USERMODE_BYTES = 0x10000
+NOTIFY_CHANNEL_PENDING = 0x90             # in the usermode window (open-gpu-doc classes/host/clc361.h NVC361_NOTIFY_CHANNEL_PENDING)
 MAX_CHAIN = 1 << 16                       # dependent-QMD launches followed from one launch (a cycle faults, not hangs)
 
 @dataclass(frozen=True)
@@ -145,8 +147,9 @@ class Channel:
   work: list[tuple[int, int, int]] | None = None           # the method writes of the entry being executed
   at: int = 0                                              # next method write of `work`
   faulted: bool = False
+  started: bool = False    # a doorbell write with the channel's token was seen
   @property
-  def runnable(self) -> bool: return self.tsg.scheduled and not self.faulted
+  def runnable(self) -> bool: return self.tsg.scheduled and self.started and not self.faulted
   def userd_word(self, offset: int) -> memoryview: return system.memoryview_at(self.userd.host + self.userd_offset + offset, 4).cast("I")
 
 # SEND_SIGNALING_PCAS2_B actions that schedule the QMD SEND_PCAS_A names (the others only prefetch, invalidate or count)
@@ -178,6 +181,8 @@ class GPU:
     self.channels: list[Channel] = []
     self.faults: list[str] = []
     self.memory = ArrayMemory()  # every mapping, as the PTX interpreter addresses global memory
+    self.usermode = Memory(USERMODE_BYTES)  # the one usermode register window every usermode object maps
+    self.usermode.pin()
     self._thread: threading.Thread | None = None
     self._stop = threading.Event()
 
@@ -251,11 +256,22 @@ class GPU:
   def _poll(self) -> None:
     last_work = time.perf_counter()
     while not self._stop.is_set():
-      with self.lock: worked = [self.step(ch) for ch in list(self.channels) if ch.runnable]
+      with self.lock:
+        self.doorbell()
+        worked = [self.step(ch) for ch in list(self.channels) if ch.runnable]
       now = time.perf_counter()
       if any(worked): last_work = now
       idle = now - last_work
       time.sleep(0 if idle < HOT_POLL_S else IDLE_SLEEP_S if idle < IDLE_LONG_S else DOZE_S)
+
+  def doorbell(self) -> None:
+    """A work-submit token in NOTIFY_CHANNEL_PENDING starts its channel (the word keeps only the latest write, so a
+    channel whose first ring was overwritten starts at its next one)."""
+    token = int(system.memoryview_at(self.usermode.host + NOTIFY_CHANNEL_PENDING, 4).cast("I")[0])
+    if not token: return
+    if (ch := next((c for c in self.channels if c.token == token), None)) is None:
+      if (msg := f"doorbell rung with work-submit token {token:#x}, which no channel has") not in self.faults: self.faults.append(msg)
+    elif not ch.started: ch.started = True
 
   def step(self, ch: Channel) -> bool:
     """Executes the channel's pending entries until it runs dry, waits on an acquire or faults; True if it did anything."""

@@ -1,10 +1,12 @@
 """The NVIDIA kernel modules as a MOCK model: the RM escapes on /dev/nvidiactl and /dev/nvidiaN (objects in a handle
 tree, controls, CPU mappings) and nvidia-uvm's GPU virtual address space, over one GPU from drivers/mock/nv/gpu.py.
-Like the real modules it checks what a driver can get wrong: escape sizes (the request number encodes them), control
-parameter sizes (NV_ERR_INVALID_PARAM_STRUCT), parents and classes (NV_ERR_INVALID_OBJECT_PARENT,
-NV_ERR_INVALID_CLASS), handles, and UVM ranges (overlaps, unaligned or unmapped addresses). It is stricter than RM in
-one place: allocation parameters must have their exact size too, since RM reads them unchecked and a layout from the
-wrong driver branch would otherwise go unnoticed.
+Every rule it enforces is taken from NVIDIA's open-gpu-kernel-modules (580 branch) and cited where it is checked: which
+file an escape is valid on, which file a CPU mapping goes through (a control file for system memory, the GPU's file
+for BAR memory) and how it is mmapped, GPU attach state, UVM channel windows and ranges, scheduling and token
+preconditions, escape sizes (the request number encodes them), control parameter sizes (NV_ERR_INVALID_PARAM_STRUCT),
+parents and classes (NV_ERR_INVALID_OBJECT_PARENT, NV_ERR_INVALID_CLASS) and handles. It is stricter than RM in one
+place: allocation parameters must have their exact size too, since RM copies its own struct size unchecked
+(src/nvidia/src/kernel/rmapi/param_copy.c) and a layout from the wrong driver branch would otherwise go unnoticed.
 
 MOCKGPU_ARCH (ampere, ada, hopper, blackwell; default hopper) picks the GPU and MOCKGPU_DRIVER (default 580.159.03)
 the module version and so the ABI branch."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 import errno, itertools
 from dataclasses import dataclass, field
 from typing import Any
+from ir.helpers import round_up
 from ir.switches import getenv
 from codegen.ptx import PTXRenderer
 from drivers import system
@@ -22,7 +25,6 @@ from drivers.mock.nv.toolchain import MockCubinCompiler
 
 GPU_ID, UUID = 0x100, bytes(range(0xA0, 0xB0))
 VRAM_BYTES = 8 << 30    # what NV_ERR_NO_MEMORY is measured against (pages are only backed once touched)
-DOORBELL_BYTES = 0x10000
 PAGE = 0x1000
 
 class RmFailure(Exception):
@@ -41,17 +43,31 @@ class RmObject:
 @dataclass(eq=False)
 class File:
   path: str
-  mapped: tuple[Memory, int] | None = None  # /dev/nvidiaN: (memory, offset) RM_MAP_MEMORY set up for the next mmap
+  # the mmap context RM_MAP_MEMORY gave this file (memory, offset, page-rounded length): one per open file, kept until close
+  # (kernel-open/nvidia/nv-usermap.c nv_add_mapping_context_to_file)
+  context: tuple[Memory, int, int] | None = None
+  ctl: File | None = None          # the control file REGISTER_FD tied this one to
   uvm_ready: bool = False          # /dev/nvidia-uvm: UVM_INITIALIZE done
+  @property
+  def is_ctl(self) -> bool: return self.path == "/dev/nvidiactl"
+
+# escapes only the control file takes; on /dev/nvidiaN they fail with EINVAL (kernel-open/nvidia/nv.c nvidia_ioctl
+# and src/nvidia/arch/nvalloc/unix/src/escape.c RmIoctl: NV_CTL_DEVICE_ONLY)
+CTL_ONLY = {nv.NV_ESC_CHECK_VERSION_STR, nv.NV_ESC_CARD_INFO, nv.NV_ESC_RM_ALLOC, nv.NV_ESC_RM_CONTROL, nv.NV_ESC_RM_FREE, nv.NV_ESC_RM_MAP_MEMORY}
+# the end of the VA a channel's UVM window may reach (kernel-open/nvidia-uvm/uvm_ampere.c, uvm_hopper.c max_channel_va)
+MAX_CHANNEL_VA = {"ampere": 1 << 40, "ada": 1 << 40, "hopper": 1 << 57, "blackwell": 1 << 57}
+# a GR channel group's context buffers: GSP reports the real sizes at run time; these are the model's stand-ins
+CTX_BUFFER_BYTES, CTX_BUFFER_ALIGN = 12 << 20, 2 << 20
 
 MEMORY_CLASSES = (nv.NV01_MEMORY_SYSTEM, nv.NV01_MEMORY_LOCAL_USER)
 USERMODE_PARAMS = {nv.HOPPER_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS", nv.BLACKWELL_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS"}
 
 class NVModel(DeviceModel):
-  def __init__(self, arch: str | None = None, driver: str | None = None):
+  def __init__(self, arch: str | None = None, driver: str | None = None, uvm: bool = True):
     arch = arch or getenv("MOCKGPU_ARCH", "hopper")
     if arch not in ARCHS: raise ValueError(f"MOCKGPU_ARCH={arch!r}: the NV model knows {', '.join(ARCHS)}")
     self.version = driver or getenv("MOCKGPU_DRIVER", "580.159.03")
+    self.uvm_loaded = uvm  # nvidia-uvm is a module of its own: a system may have nvidia.ko without it
     try: self.abi = nv.abi_for(self.version)
     except ValueError: self.abi = nv.abi_for("580")  # a module tg doesn't support: only its version query will be asked
     self.gpu = GPU(ARCHS[arch])
@@ -60,6 +76,10 @@ class NVModel(DeviceModel):
     self.tokens = itertools.count(1)
     self.vram_used = 0
     self.ranges: dict[int, int] = {}   # UVM external ranges: base -> length
+    self.channel_ranges: dict[int, tuple[int, int]] = {}  # channel group -> (base, length) UVM placed its context buffers at
+    self.gpu_opens = 0                 # open /dev/nvidia0 files: the GPU is attached while there is one
+    self.uvm_vaspaces: set[int] = set()  # VA spaces registered with UVM (they then have a page directory)
+    self.unbound: set[int] = set()     # GR channels on an externally owned VA space not yet registered with UVM
 
   @property
   def faults(self) -> list[str]: return self.gpu.faults
@@ -67,13 +87,24 @@ class NVModel(DeviceModel):
 
   # ---- files
   def open(self, path: str) -> File:
-    if path not in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"): raise OSError(errno.ENOENT, f"can't open {path}: no such device")
+    if path not in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm") or (path == "/dev/nvidia-uvm" and not self.uvm_loaded):
+      raise OSError(errno.ENOENT, f"can't open {path}: no such device")
+    if path == "/dev/nvidia0": self.gpu_opens += 1  # the first open attaches the GPU (kernel-open/nvidia/nv.c nv_open_device)
     return File(path)
 
+  def close(self, handle: File) -> None:
+    if handle.path == "/dev/nvidia0": self.gpu_opens -= 1  # the last close detaches it (nv.c nv_stop_device)
+    handle.context = None
+
   def mmap(self, handle: File, addr: int, size: int, prot: int, flags: int, offset: int) -> int:
-    if handle.mapped is None: raise OSError(errno.EINVAL, f"mmap of {handle.path} without a preceding NV_ESC_RM_MAP_MEMORY")
-    (mem, at), handle.mapped = handle.mapped, None
-    if at + size > mem.size: raise OSError(errno.EINVAL, f"mmap of {size:#x} bytes at {at:#x} of a {mem.size:#x}-byte memory object")
+    # kernel-open/nvidia/nv-mmap.c nvidia_mmap_helper: the context of the file mmapped, at offset 0; a GPU file maps exactly
+    # the mapped size (ENXIO), the control file at most that (ERANGE)
+    if handle.context is None: raise OSError(errno.EINVAL, f"mmap of {handle.path}: no NV_ESC_RM_MAP_MEMORY named this file in params.fd")
+    if offset: raise OSError(errno.EINVAL, f"mmap of {handle.path} at offset {offset:#x}: RM mappings start at 0")
+    mem, at, length = handle.context
+    pages = page_span(0, size)[1]
+    if not handle.is_ctl and pages != length: raise OSError(errno.ENXIO, f"mmap of {size:#x} bytes of {handle.path}: the mapping is {length:#x}")
+    if handle.is_ctl and pages > length: raise OSError(errno.ERANGE, f"mmap of {size:#x} bytes of {handle.path}: the mapping is {length:#x}")
     return mem.alias(at, size, addr or None)
 
   def munmap(self, handle: File, addr: int, size: int) -> None:
@@ -84,10 +115,11 @@ class NVModel(DeviceModel):
       if handle.path == "/dev/nvidia-uvm": return self.uvm_ioctl(handle, name, request, arg)
       nr, size = request & 0xFF, request >> 16 & 0x3FFF
       escapes = {nv.NV_ESC_CHECK_VERSION_STR: ("nv_ioctl_rm_api_version_t", self.check_version),
-                 nv.NV_ESC_REGISTER_FD: ("nv_ioctl_register_fd_t", lambda f, a: None),
+                 nv.NV_ESC_REGISTER_FD: ("nv_ioctl_register_fd_t", self.register_fd),
                  nv.NV_ESC_RM_ALLOC: ("NVOS21_PARAMETERS", self.rm_alloc), nv.NV_ESC_RM_CONTROL: ("NVOS54_PARAMETERS", self.rm_control),
                  nv.NV_ESC_RM_FREE: ("NVOS00_PARAMETERS", self.rm_free),
                  nv.NV_ESC_RM_MAP_MEMORY: ("nv_ioctl_nvos33_parameters_with_fd", self.rm_map_memory)}
+      if nr in CTL_ONLY and not handle.is_ctl: raise OSError(errno.EINVAL, f"{name}: escape {nr:#x} is only valid on /dev/nvidiactl, not {handle.path}")
       if nr == nv.NV_ESC_CARD_INFO: return self.card_info(arg, size)
       if nr not in escapes: raise OSError(errno.EINVAL, f"{name}: RM escape {nr:#x} is not modelled")
       struct, run = escapes[nr]
@@ -107,17 +139,30 @@ class NVModel(DeviceModel):
                 "pci_info": {"domain": 0, "bus": 1, "vendor_id": 0x10DE, "device_id": self.gpu.arch.pci_device}}
     return 0
 
+  def register_fd(self, handle: File, arg) -> None:
+    # escape.c RmIoctl NV_ESC_REGISTER_FD: ctl_fd must be another control file, itself unregistered, and only once per file
+    ctl = self.file_of(arg.ctl_fd)
+    if ctl is None or not ctl.is_ctl or ctl is handle or ctl.ctl is not None or handle.ctl is not None:
+      raise OSError(errno.EINVAL, f"NV_ESC_REGISTER_FD on {handle.path}: ctl_fd {arg.ctl_fd} is not a fresh control file")
+    handle.ctl = ctl
+
   def rm_map_memory(self, handle: File, arg) -> None:
     p = arg.params
-    p.status = self.status_of(lambda: self.map_memory(handle, p))
+    p.status = self.status_of(lambda: self.map_memory(arg.fd, p))
 
-  def map_memory(self, handle: File, p) -> None:
-    if handle.path == "/dev/nvidiactl": raise RmFailure("NV_ERR_INVALID_ARGUMENT", "RM_MAP_MEMORY goes to a /dev/nvidiaN file")
+  def map_memory(self, fd: int, p) -> None:
     obj = self.lookup(p.hMemory, "hMemory")
-    if not isinstance(obj.state, Memory) or obj.cls == nv.NV01_MEMORY_LOCAL_USER:
-      raise RmFailure("NV_ERR_INVALID_OBJECT", f"object {p.hMemory:#x} (class {obj.cls:#x}) has no CPU mapping in the model")
+    if not isinstance(obj.state, Memory): raise RmFailure("NV_ERR_INVALID_OBJECT", f"object {p.hMemory:#x} (class {obj.cls:#x}) is no memory")
     if p.offset + p.length > obj.state.size: raise RmFailure("NV_ERR_INVALID_LIMIT", f"mapping {p.length:#x} bytes at {p.offset:#x} of {obj.state.size:#x}")
-    handle.mapped = (obj.state, p.offset)
+    # system memory is mmapped through a control file, BAR memory (video memory, the usermode window) through the GPU's
+    # file (src/nvidia/arch/nvalloc/unix/src/osapi.c RmCreateMmapContextLocked); params.fd names it, and the file
+    # takes one context for its lifetime (kernel-open/nvidia/nv-usermap.c nv_add_mapping_context_to_file)
+    target = self.file_of(fd)
+    want_ctl = obj.cls == nv.NV01_MEMORY_SYSTEM
+    if target is None or target.path not in ("/dev/nvidiactl", "/dev/nvidia0") or target.is_ctl != want_ctl:
+      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"params.fd {fd} must be a {'/dev/nvidiactl' if want_ctl else '/dev/nvidia0'} file to map class {obj.cls:#x}")
+    if target.context is not None: raise RmFailure("NV_ERR_STATE_IN_USE", f"params.fd {fd} already holds a mapping (each mapping needs its own open file)")
+    target.context = (obj.state, p.offset, page_span(0, p.length)[1])
 
   def rm_free(self, handle: File, arg) -> None:
     def free() -> None:
@@ -157,7 +202,7 @@ class NVModel(DeviceModel):
     if arg.hRoot not in self.objects or self.objects[arg.hRoot].cls != nv.NV01_ROOT_CLIENT:
       raise RmFailure("NV_ERR_INVALID_CLIENT", f"hRoot {arg.hRoot:#x} is no client")
     parent_obj = self.lookup(parent, "hObjectParent")
-    wants, struct = self.placement(cls)
+    wants, struct = self.placement(cls)  # each class's parents, as src/nvidia/src/kernel/rmapi/alloc_free.c checks them
     if parent_obj.cls not in wants: raise RmFailure("NV_ERR_INVALID_OBJECT_PARENT", f"class {cls:#x} can't live under class {parent_obj.cls:#x}")
     p = self.params(arg, arg.pAllocParms, arg.paramsSize, struct)
     self.add(arg, RmObject(cls, parent, self.create(cls, parent_obj, p)))
@@ -179,7 +224,15 @@ class NVModel(DeviceModel):
   def create(self, cls: int, parent: RmObject, p) -> Any:
     arch = self.gpu.arch
     if cls == nv.NV01_DEVICE_0 and p.deviceId != 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"deviceId {p.deviceId}: the model has device 0 only")
-    if cls in arch.usermode: return Memory(DOORBELL_BYTES)
+    if cls == nv.FERMI_VASPACE_A: return p.flags
+    if cls == nv.FERMI_CONTEXT_SHARE_A:
+      vaspace = self.lookup(p.hVASpace, "hVASpace", (nv.FERMI_VASPACE_A,))
+      # src/nvidia/src/kernel/gpu/fifo/kernel_ctxshare.c kctxshareInitCommon_IMPL: an externally owned VA space needs the
+      # page directory UVM_REGISTER_GPU_VASPACE sets
+      if vaspace.state & nv.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED and p.hVASpace not in self.uvm_vaspaces:
+        raise RmFailure("NV_ERR_INVALID_STATE", f"VA space {p.hVASpace:#x} is externally owned and not registered with UVM yet")
+      return vaspace.state
+    if cls in arch.usermode: return self.gpu.usermode
     if cls in MEMORY_CLASSES: return self.memory(cls, p)
     if cls == nv.KEPLER_CHANNEL_GROUP_A: return Tsg()
     if cls in arch.gpfifo: return self.channel(cls, parent, p)
@@ -189,9 +242,11 @@ class NVModel(DeviceModel):
     return None
 
   def memory(self, cls: int, p) -> Memory:
-    if p.size == 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", "a memory object of 0 bytes")
-    if p.flags & nv.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE and (p.alignment & (p.alignment - 1) or p.size % max(p.alignment, 1)):
-      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"size {p.size:#x} is not a multiple of the forced alignment {p.alignment:#x}")
+    if p.size == 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", "a memory object of 0 bytes")  # mem_mgr/standard_mem.c stdmemValidateParams
+    # gpu/mem_mgr/arch/maxwell/mem_mgr_gm107.c memmgrAllocDetermineAlignment_GM107: a forced alignment must be a multiple
+    # or a divisor of the hardware's (the page size); the size is padded, not checked
+    if p.flags & nv.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE and p.alignment and p.alignment % PAGE and PAGE % p.alignment:
+      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"forced alignment {p.alignment:#x} doesn't fit the {PAGE:#x}-byte page")
     if cls == nv.NV01_MEMORY_LOCAL_USER:
       if self.vram_used + p.size > VRAM_BYTES: raise RmFailure("NV_ERR_NO_MEMORY", f"{p.size:#x} bytes of video memory, {self.vram_used:#x} in use")
       self.vram_used += p.size
@@ -202,10 +257,13 @@ class NVModel(DeviceModel):
     userd = self.lookup(p.hUserdMemory[0], "hUserdMemory[0]", MEMORY_CLASSES).state
     self.lookup(p.hContextShare, "hContextShare", (nv.FERMI_CONTEXT_SHARE_A,))
     if p.userdOffset[0] + 512 > userd.size: raise RmFailure("NV_ERR_INVALID_OFFSET", f"USERD at {p.userdOffset[0]:#x} past its {userd.size:#x}-byte memory")
-    if p.gpFifoEntries & (p.gpFifoEntries - 1) or not p.gpFifoEntries: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"{p.gpFifoEntries} GPFIFO entries")
+    # USERD is 512-byte aligned (src/nvidia/src/kernel/gpu/fifo/arch/volta/kernel_channel_gv100.c kchannelCreateUserdMemDesc_GV100)
+    if p.userdOffset[0] % 512: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"USERD offset {p.userdOffset[0]:#x} is not 512-byte aligned")
+    if p.flags & 3: raise RmFailure("NV_ERR_NOT_SUPPORTED", "only physical channels (kernel_channel.c kchannelConstruct_IMPL)")
     ch = Channel(f"{cls:#x}#{len(self.gpu.channels)}", cls, next(self.tokens), p.gpFifoOffset, p.gpFifoEntries, userd, p.userdOffset[0],
                  notifier, tsg.state)
     self.gpu.add_channel(ch)
+    if self.lookup(p.hContextShare, "hContextShare").state & nv.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED: self.unbound.add(ch)
     return ch
 
   def add(self, arg, obj: RmObject) -> None:
@@ -219,7 +277,10 @@ class NVModel(DeviceModel):
     obj = self.objects.pop(h)
     for child in obj.children: self.free(child)
     if obj.parent in self.objects: self.objects[obj.parent].children.remove(h)
-    if isinstance(obj.state, Channel): self.gpu.remove_channel(obj.state)
+    if isinstance(obj.state, Channel):
+      self.gpu.remove_channel(obj.state)
+      self.unbound.discard(obj.state)
+    if obj.cls == nv.KEPLER_CHANNEL_GROUP_A: self.channel_ranges.pop(h, None)
     if isinstance(obj.state, Memory):
       if obj.cls == nv.NV01_MEMORY_LOCAL_USER: self.vram_used -= obj.state.size
       obj.state.free()
@@ -231,6 +292,7 @@ class NVModel(DeviceModel):
                 nv.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (nv.NV01_DEVICE_0, "NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS", self.class_list),
                 nv.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GPU_GET_GID_INFO_PARAMS", self.gid_info),
                 nv.NV2080_CTRL_CMD_GR_GET_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GR_GET_INFO_PARAMS", self.gr_info),
+                nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", self.ctx_buffer_size),
                 nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (nv.KEPLER_CHANNEL_GROUP_A, "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS", self.schedule),
                 nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (None, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS", self.token)}
     if arg.cmd not in controls: raise RmFailure("NV_ERR_NOT_SUPPORTED", f"control {arg.cmd:#x} is not modelled")
@@ -240,7 +302,9 @@ class NVModel(DeviceModel):
     run(obj, self.params(arg, arg.params, arg.paramsSize, struct))
 
   def id_info(self, obj: RmObject, p) -> None:
-    if p.gpuId != GPU_ID: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"gpuId {p.gpuId:#x} is not attached")
+    # src/nvidia/src/kernel/gpu_mgr/gpu_mgr.c gpumgrGetGpuIdInfoV2: only attached GPUs are found, and a GPU is attached
+    # while one of its /dev/nvidiaN files is open (without persistence mode)
+    if p.gpuId != GPU_ID or not self.gpu_opens: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"gpuId {p.gpuId:#x} is not attached")
     p.deviceInstance, p.subDeviceInstance = 0, 0
 
   def class_list(self, obj: RmObject, p) -> None:
@@ -264,11 +328,23 @@ class NVModel(DeviceModel):
       if entries[i].index not in values: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"GR info index {entries[i].index:#x} is not modelled")
       entries[i].data = values[entries[i].index]
 
+  def ctx_buffer_size(self, obj: RmObject, p) -> None:
+    # kernel_graphics.c subdeviceCtrlCmdKGrGetCtxBufferSize_IMPL: the aligned sizes plus one alignment of slack
+    self.lookup(p.hChannel, "hChannel", (nv.KEPLER_CHANNEL_GROUP_A, *self.gpu.arch.gpfifo))
+    p.totalBufferSize = CTX_BUFFER_BYTES + CTX_BUFFER_ALIGN
+
   def schedule(self, obj: RmObject, p) -> None:
+    # kernel_channel_group_api.c kchangrpapiCtrlCmdGpFifoSchedule_IMPL: every GR channel on an externally owned VA
+    # space must have its context buffers bound through UVM_REGISTER_CHANNEL (kchannelIsSchedulable_IMPL)
+    if p.bEnable and (waiting := [c for c in obj.children if self.objects[c].state in self.unbound]):
+      raise RmFailure("NV_ERR_INVALID_STATE", f"channel {waiting[0]:#x} is not registered with UVM")
     obj.state.scheduled = bool(p.bEnable)
     if p.bEnable: self.gpu.start()
 
-  def token(self, obj: RmObject, p) -> None: p.workSubmitToken = obj.state.token
+  def token(self, obj: RmObject, p) -> None:
+    # kernel_fifo_ga100.c kfifoGenerateWorkSubmitTokenHal_GA100: the channel needs a runlist, which its engine object sets
+    if not obj.state.objects: raise RmFailure("NV_ERR_INVALID_STATE", "GET_WORK_SUBMIT_TOKEN before an engine object is allocated on the channel")
+    p.workSubmitToken = obj.state.token
 
   # ---- nvidia-uvm
   def uvm_ioctl(self, handle: File, name: str, request: int, arg) -> int:
@@ -292,15 +368,40 @@ class NVModel(DeviceModel):
   def uvm_register_vaspace(self, handle: File, arg) -> None:
     self.check_uuid(arg.gpuUuid)
     self.lookup(arg.hVaSpace, "hVaSpace", (nv.FERMI_VASPACE_A,))
+    self.uvm_vaspaces.add(arg.hVaSpace)
 
   def uvm_register_channel(self, handle: File, arg) -> None:
+    # kernel-open/nvidia-uvm/uvm_user_channel.c: [base, base+length) is a reserved window; UVM places the channel group's
+    # context buffers in its first free aligned gap and owns that range from then on
     self.check_uuid(arg.gpuUuid)
-    if not isinstance(self.lookup(arg.hChannel, "hChannel").state, Channel): raise RmFailure("NV_ERR_INVALID_CHANNEL", f"{arg.hChannel:#x} is no channel")
+    if not self.uvm_vaspaces: raise RmFailure("NV_ERR_INVALID_DEVICE", "the GPU has no VA space registered with UVM")
+    obj = self.lookup(arg.hChannel, "hChannel")
+    if not isinstance(obj.state, Channel): raise RmFailure("NV_ERR_INVALID_CHANNEL", f"{arg.hChannel:#x} is no channel")
+    if obj.state not in self.unbound: raise RmFailure("NV_ERR_INVALID_CHANNEL", f"channel {arg.hChannel:#x} is already registered")
+    base, length = arg.base, arg.length
+    if base % PAGE or length % PAGE or not base or not length: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"window {base:#x}+{length:#x} is not a page-aligned range")
+    if base + length >= MAX_CHANNEL_VA[self.gpu.arch.name]: raise RmFailure("NV_ERR_OUT_OF_RANGE", f"window {base:#x}+{length:#x} ends past the channel VA limit")
+    if obj.parent not in self.channel_ranges:  # a TSG's channels share its buffers
+      start = self.free_gap(base, base + length, CTX_BUFFER_BYTES, CTX_BUFFER_ALIGN)
+      if start is None: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"window {base:#x}+{length:#x} has no free {CTX_BUFFER_BYTES:#x}-byte gap for the context buffers")
+      self.channel_ranges[obj.parent] = (start, CTX_BUFFER_BYTES)
+    self.unbound.discard(obj.state)
+
+  def taken(self) -> list[tuple[int, int]]: return [*self.ranges.items(), *self.channel_ranges.values()]
+
+  def free_gap(self, lo: int, hi: int, size: int, align: int) -> int | None:
+    """The first `align`-aligned start of `size` free bytes in [lo, hi) (uvm_user_channel.c find_va_in_range)."""
+    start = round_up(lo, align)
+    while start + size <= hi:
+      if (hit := next(((b, n) for b, n in self.taken() if b < start + size and start < b + n), None)) is None: return start
+      start = round_up(hit[0] + hit[1], align)
+    return None
 
   def uvm_create_range(self, handle: File, arg) -> None:
     base, length = arg.base, arg.length
-    if base % PAGE or length % PAGE or not length: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"range {base:#x}+{length:#x} is not page aligned")
-    if any(b < base + length and base < b + n for b, n in self.ranges.items()):
+    # uvm_map_external.c uvm_create_external_range: uvm_api_range_invalid_4k, then no overlap with any UVM range
+    if base % PAGE or length % PAGE or not length or not base: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"range {base:#x}+{length:#x} is not page aligned")
+    if any(b < base + length and base < b + n for b, n in self.taken()):
       raise RmFailure("NV_ERR_UVM_ADDRESS_IN_USE", f"range {base:#x}+{length:#x} overlaps another")
     self.ranges[base] = length
 

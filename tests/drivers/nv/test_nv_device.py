@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from ir.switches import Context
 from codegen.program import get_program
+from codegen.compiler import CompileError
+from drivers.device import DeviceUnavailable
 from drivers.hcq import HCQTimeoutError
 from drivers.mock import mock_system
 from drivers.mock.nv.gpu import ARCHS
@@ -76,6 +78,23 @@ def test_unsupported_driver_version_is_named():
   mock_system.register("/dev/nvidia", NVModel("hopper", "535.183.01"))
   with Context(DEV="MOCK+NV"), pytest.raises(RMError, match=r"unsupported NVIDIA driver version '535\.183\.01'"): NVDevice("NV")
 
+def test_missing_uvm_module_is_a_clear_device_unavailable():
+  mock_system.register("/dev/nvidia", NVModel("hopper", uvm=False))
+  with Context(DEV="MOCK+NV"), pytest.raises(DeviceUnavailable, match=r"can't open /dev/nvidia-uvm .*modprobe nvidia-uvm"): NVDevice("NV")
+
+def test_missing_ptx_compiler_is_a_compile_error_naming_both_tools(monkeypatch):
+  import codegen.ptx_compiler as pc
+  monkeypatch.setattr(pc, "find_ptxas", lambda: None)
+  monkeypatch.setattr(pc, "find_nvjitlink", lambda: None)
+  model = NVModel("hopper")
+  monkeypatch.setattr(model, "toolchain", lambda arch: None)  # the machine's own compilers, of which there are none
+  mock_system.register("/dev/nvidia", model)
+  try:
+    with Context(DEV="MOCK+NV"): dev = NVDevice("NV")
+    (item,) = (Tensor(np.ones(4, np.float32)) * 3).schedule()
+    with pytest.raises(CompileError, match="neither ptxas nor nvJitLink"): dev.compiler.compile(get_program(item.ast, dev.renderer).src)
+  finally: model.gpu.stop()
+
 @pytest.mark.parametrize("size", [1, 4096 + 3, (5 << 20) + 7])
 def test_copies_round_trip_through_staging(nvdev, size):
   dev, _ = nvdev
@@ -96,6 +115,21 @@ def test_a_hang_times_out_naming_the_signal_and_the_stuck_channel(nvdev):
   dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
   dev.synchronize()
   assert model.faults == []
+
+@pytest.mark.parametrize("register, token", [(0x94, None), (None, 0x7777)])
+def test_a_channel_starts_only_when_its_doorbell_rings(monkeypatch, register, token):
+  """The GPU runs a channel once its work-submit token is written to NOTIFY_CHANNEL_PENDING: a driver ringing the
+  wrong register, or with a wrong token, never gets its work run."""
+  import drivers.nv.device as nvd
+  if register is not None: monkeypatch.setattr(nvd, "DOORBELL", register)
+  if token is not None: monkeypatch.setattr(nvd.Channel, "token", property(lambda self: token, lambda self, v: None), raising=False)
+  dev, model = open_nv()
+  try:
+    dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    with pytest.raises(HCQTimeoutError, match="stuck: compute channel"): dev.synchronize(timeout_ms=300)
+    assert not any(ch.started for ch in model.gpu.channels)
+    assert (token is None) == (model.faults == []), model.faults
+  finally: model.gpu.stop()
 
 def test_freed_memory_leaves_the_gpu_page_table(nvdev):
   dev, model = nvdev

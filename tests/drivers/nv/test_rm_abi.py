@@ -18,6 +18,7 @@ MEASURED_580 = {
   "NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS": (804, "numClasses 0 classList 4"),
   "NV2080_ALLOC_PARAMETERS": (4, "subDeviceId 0"),
   "NV2080_CTRL_GPU_GET_GID_INFO_PARAMS": (268, "index 0 flags 4 length 8 data 12"),
+  "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS": (16, "hChannel 0 totalBufferSize 8"),  # measured the same way at 595.45.04
   "NV2080_CTRL_GR_GET_INFO_PARAMS": (32, "grInfoListSize 0 grInfoList 8 grRouteInfo 16"),
   "NV2080_CTRL_GR_INFO": (8, "index 0 data 4"),
   "NV2080_CTRL_GR_ROUTE_INFO": (16, "flags 0 route 8"),
