@@ -59,7 +59,7 @@ class CPUDevice(HCQCompiled):
     if isa and isa != host_isa(): raise ValueError(f"CPU target {target.arch!r} is for {isa}; this machine runs {host_isa()}")
     self._pool: ThreadPoolExecutor | None = None
     try: compiler = LLVMCompiler(isa, cpu, features, runs_here=True)
-    except ValueError as e: raise SwitchError(f"DEV={DEV.value!r}: {e}") from None
+    except ValueError as e: raise SwitchError(f"DEV='{DEV!r}': {e}") from None
     super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features), compiler, self._program, SoftwareQueue, SoftwareCopyQueue)
     self.engines = {"compute": SoftwareEngine(self, "compute"), "copy": SoftwareEngine(self, "copy")}
 

@@ -136,7 +136,7 @@ class DeviceUnavailable(RuntimeError): pass
 DRIVERS: dict[str, str | None] = {
   "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": None, "NV": "drivers.nv.device:NVDevice", "CUDA": "drivers.cuda:CUDADevice", "QCOM": None, "CL": None,
   "DSP": None, "WEBGPU": None, "PYTHON": "drivers.python:PythonDevice", "NULL": "drivers.null:NullDevice", "DISK": "drivers.disk:DiskDevice"}
-DEFAULT_ORDER = ("METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU")
+ALL_DEVICES = ["METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU"]  # the order Device.DEFAULT probes in
 
 class _Device:
   def __init__(self):
@@ -172,13 +172,13 @@ class _Device:
     if targets := parse_targets(DEV.value):
       if targets[0].device: return self.canonicalize(targets[0].device)
     if self._probed is None:
-      for kind in DEFAULT_ORDER:
+      for kind in ALL_DEVICES:
         try: self[kind]
         except DeviceUnavailable: continue
         self._probed = kind
         os.environ["DEV"] = os.environ.get("DEV") or kind  # child processes (BEAM workers) agree on the default
         break
-      else: raise DeviceUnavailable(f"no usable devices (tried {', '.join(DEFAULT_ORDER)})")
+      else: raise DeviceUnavailable(f"no usable devices (tried {', '.join(ALL_DEVICES)})")
     return self._probed
   @DEFAULT.setter
   def DEFAULT(self, _): raise AttributeError("Device.DEFAULT is read-only; use Context(DEV=...) or the DEV environment variable")

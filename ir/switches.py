@@ -1,7 +1,8 @@
 """Runtime switches: typed, cached environment reads and `Context`-overridable settings."""
 from __future__ import annotations
-import contextlib, functools, os
+import contextlib, dataclasses, functools, os
 from typing import Any, ClassVar
+from ir.target import Target, parse_targets, target_for
 
 _FALSE_WORDS = ("", "0", "false", "no", "off")
 
@@ -19,7 +20,7 @@ def getenv(key: str, default: Any = 0) -> Any:
 
 class ContextVar:
   """One runtime switch: its value comes from the environment at start and can be overridden with `Context`; a
-  switch with `choices` takes only those values."""
+  switch with `choices` takes only those values (names in any case, kept lower-cased: DEFAULT_FLOAT=HALF is half)."""
   _cache: ClassVar[dict[str, ContextVar]] = {}
   def __init__(self, key: str, default: Any, choices: tuple = ()):
     if key in ContextVar._cache: raise ValueError(f"switch {key} is already defined")
@@ -30,6 +31,7 @@ class ContextVar:
     """`v` as this switch's type; SwitchError naming the switch and `v` when it isn't a value the switch can take."""
     try: v = v if v is None or isinstance(self.default, (bool, float)) or isinstance(v, type(self.default)) else type(self.default)(v)
     except (TypeError, ValueError): raise SwitchError(f"switch {self.key}={v!r} is not a valid {type(self.default).__name__}") from None
+    if self.choices and isinstance(v, str): v = v.lower()
     if self.choices and v not in self.choices: raise SwitchError(f"switch {self.key}={v!r} is not allowed; choose one of {', '.join(map(str, self.choices))}")
     return v
   def __bool__(self) -> bool: return bool(self.value)
@@ -56,8 +58,33 @@ class Context(contextlib.ContextDecorator):
   def __exit__(self, *exc) -> None:
     for k, v in self._saved.pop().items(): ContextVar._cache[k].value = v
 
+class _DEV(ContextVar):
+  """The DEV switch holds its parsed targets: `DEV.value` is a list of `Target`s (set it, or `Context(DEV=...)`, to a
+  string split on ';', a Target or a list of them); `DEV.device/renderer/arch/interface/indices` read the first target."""
+  _targets: list[Target]
+  @property
+  def value(self) -> list[Target]: return self._targets
+  @value.setter
+  def value(self, v: Any) -> None: self._targets = self.coerce(v)
+  def coerce(self, v: Any) -> list[Target]:
+    if isinstance(v, Target): return [v]
+    if isinstance(v, (list, tuple)) and all(isinstance(t, Target) for t in v): return list(v) or [Target()]
+    if not isinstance(v, str): raise SwitchError(f"switch DEV={v!r} is not a target string, a Target or a list of Targets")
+    try: return list(parse_targets(v)) or [Target()]  # unset DEV is one target that applies to every device
+    except ValueError as e: raise SwitchError(f"switch DEV={v!r}: {e}") from None
+  def target(self, device: str, **defaults: Any) -> Target:
+    """`device`'s target: the first that names it (or no device), with `defaults` filling the fields it leaves empty."""
+    t = target_for(tuple(self._targets), device)
+    return dataclasses.replace(t, **{k: v for k, v in defaults.items() if not getattr(t, k)})
+  def __getattr__(self, name: str) -> Any:
+    if name in ("device", "renderer", "arch", "interface", "indices"): return getattr(self._targets[0], name)
+    raise AttributeError(f"DEV has no attribute {name!r}")
+  def __eq__(self, x) -> bool: return self._targets == (x.value if isinstance(x, ContextVar) else self.coerce(x))
+  def __hash__(self) -> int: return id(self)
+  def __repr__(self) -> str: return ";".join(map(str, self._targets))
+
 # the switches every layer reads (defaults follow tinygrad's documentation)
-DEBUG, DEV, BEAM, BEAM_ESTIMATE = ContextVar("DEBUG", 0), ContextVar("DEV", ""), ContextVar("BEAM", 0), ContextVar("BEAM_ESTIMATE", 1)
+DEBUG, DEV, BEAM, BEAM_ESTIMATE = ContextVar("DEBUG", 0), _DEV("DEV", ""), ContextVar("BEAM", 0), ContextVar("BEAM_ESTIMATE", 1)
 # the spellings of ir.dtype's float and int dtypes (which imports this module; tests/ir/test_switches.py keeps them in step)
 FLOAT_NAMES = ("fp8e4m3", "fp8e5m2", "float16", "half", "bfloat16", "float32", "float", "float64", "double")
 INT_NAMES = ("int8", "char", "uint8", "uchar", "int16", "short", "uint16", "ushort", "int32", "int", "uint32", "uint", "int64", "long", "uint64", "ulong")
