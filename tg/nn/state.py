@@ -1,7 +1,7 @@
 """Model state: finding a model's tensors (get_state_dict / get_parameters), loading them back (load_state_dict), and
 safetensors files, read lazily from a DISK tensor (only what is used gets copied)."""
 from __future__ import annotations
-import json, os, pathlib, struct, tempfile
+import json, os, pathlib, struct, tempfile, warnings
 from typing import Any
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
@@ -30,27 +30,34 @@ def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> di
 def get_parameters(obj: Any) -> list[Tensor]: return list(get_state_dict(obj).values())
 
 def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = True, consume: bool = False,
-                    realize: bool = True) -> None:
-  """Load `state_dict` into the model's tensors (in place). strict: every model key must be present and no others.
-  Shapes must match; floats are converted to the model's dtype, any other dtype change is an error."""
+                    realize: bool = True) -> list[Tensor]:
+  """Load `state_dict` into the model's tensors (in place) and return them. strict: every model key must be present;
+  keys the model lacks are warned about (always under strict, else when verbose). Shapes must match (a scalar and a
+  1-element vector stand for each other, as PyTorch's BatchNorm num_batches_tracked is ()); floats are converted to the
+  model's dtype, any other dtype change is an error. Everything is checked before anything is loaded."""
   model_sd = get_state_dict(model)
   missing = [k for k in model_sd if k not in state_dict]
   unexpected = [k for k in state_dict if k not in model_sd]
-  if strict and (missing or unexpected):
-    raise KeyError(f"state dict doesn't match the model: missing {missing[:10]}{'...' if len(missing) > 10 else ''}, "
-                   f"unexpected {unexpected[:10]}{'...' if len(unexpected) > 10 else ''}")
+  if strict and missing: raise KeyError(f"state dict doesn't match the model: missing {missing[:10]}{'...' if len(missing) > 10 else ''}")
+  if unexpected and (strict or verbose):
+    warnings.warn(f"load_state_dict: {len(unexpected)} state dict tensors are not in the model, not loaded: {unexpected[:10]}", stacklevel=2)
   if verbose and missing: print(f"load_state_dict: {len(missing)} model tensors are not in the state dict: {missing[:5]}")
-  loaded = []
+  todo: list[tuple[str, Tensor, Tensor]] = []
   for k, v in model_sd.items():
     if k not in state_dict: continue
     src = state_dict[k]
-    if src.shape != v.shape: raise ValueError(f"shape mismatch for {k!r}: model has {v.shape}, state dict has {src.shape}")
+    if src.shape != v.shape:
+      if {src.shape, v.shape} != {(), (1,)}: raise ValueError(f"shape mismatch for {k!r}: model has {v.shape}, state dict has {src.shape}")
+      src = src.reshape(v.shape)
     if src.dtype != v.dtype and not (dtypes.is_float(src.dtype) and dtypes.is_float(v.dtype)):
       raise TypeError(f"dtype mismatch for {k!r}: model has {v.dtype}, state dict has {src.dtype}")
+    todo.append((k, v, src))
+  for k, v, src in todo:
     v.replace(src.to(v.device).cast(v.dtype).contiguous())
-    loaded.append(v)
     if consume: del state_dict[k]
+  loaded = [v for _, v, _ in todo]
   if realize: Tensor.realize_all(*loaded)
+  return loaded
 
 # ---------------- safetensors ----------------
 
