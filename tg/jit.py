@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from ir.ops import Ops
 from ir.shapetracker import ShapeTracker
-from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE
+from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE, PROFILE
 from drivers.device import Buffer, Device, GlobalCounters
 from tg.realize import ExecItem, capture_stack, engine_copies
 from tg.schedule import buffer_of
@@ -57,12 +57,18 @@ class GraphBatch:
   def __init__(self, items: list[ExecItem], slots: dict[int, int], graph: type):
     self.items, self.graph = items, graph(items, slots)
   def run(self, inputs: list[Buffer]) -> None:
+    """Submits the batch; at DEBUG>=2 or with PROFILE it is timed to completion (as an eager kernel is), else not timed."""
+    timed = DEBUG >= 2 or bool(PROFILE)
+    devs = [Device[d] for d in dict.fromkeys(map(_device_of, self.items))] if timed else []
+    for d in devs: d.synchronize()  # the time is this batch's alone, not that of work queued before it
     st = time.perf_counter()
     self.graph(inputs)
-    et = time.perf_counter() - st
+    for d in devs: d.synchronize()
+    et = time.perf_counter() - st if timed else 0.0
     kernels = [ei for ei in self.items if ei.runner is not None]
     for ei in kernels: ei.runner.record(et / len(kernels), len(ei.bufs), jit=True, quiet=True)
-    if DEBUG >= 2: print(f"*** {_device_of(self.items[0])[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} tm {et * 1e6:9.2f}us")
+    if DEBUG >= 2: print(f"*** {_device_of(self.items[0])[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} "
+                         f"tm {et * 1e6:9.2f}us/{GlobalCounters.time_sum_s * 1e3:9.2f}ms")
 
 def _device_of(ei: ExecItem) -> str: return ei.runner.device if ei.runner is not None else ei.bufs[0].device
 

@@ -49,7 +49,8 @@ class CompiledRunner:
     lowered = time.perf_counter()
     if DEBUG >= 3: print(f"{self.spec.name:<46s} opts: {tuple(self.spec.applied_opts)}")
     if DEBUG >= 4: print(self.spec.src)
-    self.lib = self.dev.compiler.compile_cached(self.spec.src)
+    # the assembly is printed while compiling: at DEBUG>=7 compile even when a cached binary exists, so it is always shown
+    self.lib = self.dev.compiler.compile(self.spec.src) if DEBUG >= 7 else self.dev.compiler.compile_cached(self.spec.src)
     self.build_s = time.perf_counter() - st  # optimize, lower, render and compile (BEAM search included)
     self.search_s = lowered - st
     try: self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
