@@ -85,16 +85,22 @@ def np_adam(lr, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, decoupled=False, t
     return out
   return update
 
-def np_lars(lr, momentum=0.9, weight_decay=1e-4, tcoef=0.001, nesterov=False):
-  """LARS: local lr = tcoef*|w|/(|g| + wd*|w|) (1 when either norm is 0); u = lr * local_lr * (g + wd*w); b = momentum*b + u; w -= b."""
+def np_lars(lr, momentum=0.9, weight_decay=1e-4, tcoef=0.001, nesterov=False, classic=True, pre_wd=True):
+  """LARS as tinygrad orders it: r = tcoef*|w|/(|g| + wd*|w|) (1 when either norm is 0); pre_wd: g += wd*w; classic: g *= r*lr;
+  b = momentum*b + g; g = nesterov ? g + momentum*b : b; not classic: g *= r*lr; not pre_wd: w *= 1 - wd*lr; w -= g."""
   def update(ws, gs, st, t):
     out = []
     for i, (w, g) in enumerate(zip(ws, gs)):
       wn, gn = norm(w), norm(g)
-      ratio = tcoef * wn / (gn + weight_decay * wn) if wn > 0 and gn > 0 else 1.0
-      u = lr * ratio * (g + weight_decay * w)
-      st[i] = momentum * st.get(i, 0.0) + u
-      out.append(w - (u + momentum * st[i] if nesterov else st[i]))
+      r = tcoef * wn / (gn + weight_decay * wn) if tcoef and wn > 0 and gn > 0 else 1.0
+      if pre_wd: g = g + weight_decay * w
+      if classic: g = g * r * lr
+      if momentum:
+        st[i] = momentum * st.get(i, 0.0) + g
+        g = g + momentum * st[i] if nesterov else st[i]
+      if not classic: g = g * r * lr
+      if not pre_wd: w = w * (1 - weight_decay * lr)
+      out.append(w - g)
     return out
   return update
 
@@ -145,6 +151,17 @@ def test_lars():
 def test_lars_nesterov():
   compare(run_tg(lambda ps: LARS(ps, lr=0.2, momentum=0.9, weight_decay=0.05, tcoef=0.1, nesterov=True)),
           run_np(np_lars(0.2, momentum=0.9, weight_decay=0.05, tcoef=0.1, nesterov=True)))
+
+@pytest.mark.parametrize("classic,pre_wd,nesterov", [(c, p, n) for c in (True, False) for p in (True, False) for n in (False, True)])
+def test_lars_every_variant(classic, pre_wd, nesterov):
+  kw = dict(lr=0.3, momentum=0.8, weight_decay=0.2, tcoef=0.05, nesterov=nesterov, classic=classic, pre_wd=pre_wd)
+  compare(run_tg(lambda ps: LARS(ps, **kw)), run_np(np_lars(**kw)))
+
+def test_lars_decoupled_decay_is_scaled_by_lr():
+  """classic=True, pre_wd=False, no momentum, zero gradient (parameter 2): w *= 1 - wd*lr each step, hand-computed."""
+  hist = run_tg(lambda ps: LARS(ps, lr=0.1, momentum=0.0, weight_decay=0.5, classic=True, pre_wd=False), steps=2)
+  np.testing.assert_allclose(hist[0][2], W0[2] * 0.95, rtol=1e-6)
+  np.testing.assert_allclose(hist[1][2], W0[2] * 0.95 ** 2, rtol=1e-6)
 
 def test_trust_ratio_is_one_for_zero_norms():
   # first step: parameter 1 is zero (|w| = 0) and parameter 2 has a zero gradient; both must move as if the ratio were 1

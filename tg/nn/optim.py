@@ -46,7 +46,9 @@ class OptimizerGroup(Optimizer):
   def schedule_step(self) -> list[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]
 
 class LARS(Optimizer):
-  """SGD with momentum and a layer-wise trust ratio tcoef*|w|/(|g| + wd*|w|) (tcoef=0: plain SGD)."""
+  """SGD with momentum and a layer-wise trust ratio r = tcoef*|w|/(|g| + wd*|w|) (1 when either norm is 0; tcoef=0: plain
+  SGD). pre_wd adds wd*w to the gradient; otherwise the decay is decoupled: w *= 1 - wd*lr before the step. classic
+  scales the gradient by r*lr before the momentum buffer; otherwise the buffer's output is scaled by r*lr."""
   def __init__(self, params: list[Tensor], lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, nesterov: bool = False,
                classic: bool = True, pre_wd: bool = True, tcoef: float = 0.001):
     super().__init__(params, lr)
@@ -57,20 +59,19 @@ class LARS(Optimizer):
     out = []
     for i in indices:
       p, g = self.params[i], self.params[i].grad.detach()
+      scale = self.lr  # r * lr, applied before (classic) or after the momentum buffer
       if self.tcoef != 0:
         wnorm, gnorm = p.detach().square().sum().sqrt(), g.square().sum().sqrt()
-        ratio = ((wnorm > 0) & (gnorm > 0)).where(self.tcoef * wnorm / (gnorm + self.wd * wnorm), 1.0)
-      else: ratio = None
+        scale = ((wnorm > 0) & (gnorm > 0)).where(self.tcoef * wnorm / (gnorm + self.wd * wnorm), 1.0) * self.lr
       if self.pre_wd and self.wd: g = g + self.wd * p.detach()
-      if ratio is not None: g = g * ratio
-      if self.classic: g = g * self.lr
+      if self.classic: g = g * scale
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = (g + self.momentum * self.b[i]) if self.nesterov else self.b[i]
         out.append(self.b[i])
-      if not self.pre_wd and self.wd: g = g + self.wd * p.detach()
-      if not self.classic: g = g * self.lr
-      p.assign(p.detach() - g.cast(p.dtype))
+      if not self.classic: g = g * scale
+      w = p.detach() * (1 - self.wd * self.lr) if not self.pre_wd and self.wd else p.detach()
+      p.assign((w - g).cast(p.dtype))
       out.append(p)
     return out
 
