@@ -45,13 +45,12 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     elif isinstance(data, (list, tuple)): uop = self._from_sequence(data, dev or Device.DEFAULT, dtype)
     elif isinstance(data, (bytes, bytearray, memoryview)):
       uop = _buffer_uop(np.frombuffer(bytes(data), dtype=np.uint8), dev or Device.DEFAULT, dtype or dtypes.uint8)
-    elif isinstance(data, np.ndarray):
+    elif isinstance(data, (np.ndarray, np.generic)):
       dt = dtype or dtype_of_numpy(data)
       uop = UOp.const(dt, data.item(), dev or Device.DEFAULT) if data.ndim == 0 else _buffer_uop(data, dev or Device.DEFAULT, dt)
     elif isinstance(data, pathlib.Path):
       size = data.stat().st_size
       uop = UOp(Ops.BUFFER, dtypes.uint8, (), (Buffer(f"DISK:{data}", size, dtypes.uint8),)).reshape((size,))
-    elif isinstance(data, np.generic): raise TypeError(f"numpy scalars are not accepted (got {type(data).__name__}); use .item() or np.array(x)")
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
     # _aliases: graph nodes that named this leaf before a realize or an assign moved it (held weakly: only graphs built
     # from them need them), so gradients of those graphs still reach it
