@@ -11,6 +11,10 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
   if reduction == "mean": return loss.mean()
   raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
+def _signed_labels(Y: Tensor) -> Tensor:
+  """Labels in a signed type that holds them and any ignore index (uint8 MNIST labels compared with -1 or -100)."""
+  return Y if Y.dtype in (dtypes.int32, dtypes.int64) else Y.cast(dtypes.int64 if Y.dtype.itemsize >= 4 else dtypes.int32)
+
 def _nan_outside_classes(loss: Tensor, Y: Tensor, classes: int) -> Tensor:
   return ((Y < 0) | (Y >= classes)).where(float("nan"), loss)
 
@@ -23,6 +27,7 @@ class LossMixin:
     no TinyJit), and a silent 0 would hide the bug."""
     if not dtypes.is_int(Y.dtype): raise TypeError(f"class indices must be integers, got {Y.dtype}")
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} don't match logits {self.shape}")
+    Y = _signed_labels(Y)
     log_probs = self.log_softmax(-1)
     picked = (Y._onehot(self.shape[-1]).where(log_probs, 0)).sum(-1)
     loss = -(1 - label_smoothing) * picked - label_smoothing * log_probs.mean(-1)
@@ -46,6 +51,7 @@ class LossMixin:
     """self: log-probabilities with classes on axis 1 (or 0 for 1-d); Y: class indices (outside the classes: NaN loss)."""
     axis = 1 if self.ndim > 1 else 0
     lp = self.permute(*[i for i in range(self.ndim) if i != axis], axis)  # classes last
+    Y = _signed_labels(Y)
     onehot = Y._onehot(lp.shape[-1])
     picked = onehot.where(lp, 0).sum(-1)
     w = onehot.where(weight, 0).sum(-1) if weight is not None else picked.ones_like()

@@ -202,3 +202,26 @@ def test_labels_outside_the_classes_give_nan_not_zero():
   assert np.isnan(logits.log_softmax().nll_loss(Tensor([3, 0])).item())
   assert not np.isnan(logits.cross_entropy(Tensor([-100, 1])).item())  # the ignore index stays ignored
   assert not np.isnan(logits.log_softmax().nll_loss(Tensor([-100, 1]), ignore_index=-100).item())
+
+def test_losses_of_huge_logits_are_exact_with_finite_gradients():
+  x = np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 1e4 - 1], [30.0, -30.0, 1e30]], np.float32)
+  y = np.array([0, 2, 1])
+  t = Tensor(x, requires_grad=True)
+  loss = t.cross_entropy(Tensor(y))
+  loss.backward()
+  np.testing.assert_allclose(loss.item(), np_ce_index(x.astype(np.float64), y), rtol=1e-6)
+  p = np.exp(np_log_softmax(x.astype(np.float64)))
+  np.testing.assert_allclose(t.grad.numpy(), (p - np.eye(3)[y]) / 3, rtol=1e-5, atol=1e-7)  # d mean CE = (softmax - onehot) / N
+  z, target = Tensor(np.array([1e4, -1e4, 1e4, -1e4], np.float32), requires_grad=True), np.array([1.0, 0.0, 0.0, 1.0])
+  bce = z.binary_crossentropy_logits(Tensor(target.astype(np.float32)), reduction="sum")
+  bce.backward()
+  np.testing.assert_allclose(bce.item(), 2e4, rtol=1e-6)
+  np.testing.assert_allclose(z.grad.numpy(), np.array([1.0, 0.0, 1.0, 0.0]) - target, atol=1e-7)  # sigmoid(z) - y, sigmoid saturated
+
+def test_uint8_labels_work_with_negative_ignore_indices():
+  logits = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+  labels = np.array([0, 2, 1, 2], dtype=np.uint8)
+  ref = -np.mean(logits[np.arange(4), labels] - np.log(np.exp(logits).sum(1)))
+  np.testing.assert_allclose(Tensor(logits).sparse_categorical_crossentropy(Tensor(labels)).item(), ref, rtol=1e-5)
+  np.testing.assert_allclose(Tensor(logits).cross_entropy(Tensor(labels)).item(), ref, rtol=1e-5)
+  np.testing.assert_allclose(Tensor(logits).log_softmax().nll_loss(Tensor(labels), ignore_index=-100).item(), ref, rtol=1e-5)
