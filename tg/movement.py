@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from ir.dtype import dtypes
-from ir.helpers import broadcast_shape, prod
+from ir.helpers import argsort, broadcast_shape, prod
 from ir.ops import Ops
 from ir.uop import UOp
 
@@ -13,6 +13,12 @@ if TYPE_CHECKING: from tg.tensor import Tensor
 
 def _flat_shape(args) -> tuple:
   return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
+
+def _tensor_list(first, rest) -> list:
+  """Tensors given one by one, as lists, or mixed (cat/stack take both forms)."""
+  tensors = [t for a in (first, *rest) for t in (a if isinstance(a, (list, tuple)) else (a,))]
+  if not tensors: raise RuntimeError("expected a non-empty list of tensors")
+  return tensors
 
 class MovementMixin:
   __slots__ = ()
@@ -54,14 +60,15 @@ class MovementMixin:
     return self._new(self.uop.flip(tuple(i in axes for i in range(self.ndim))))
   def pad(self, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
     """`padding` is torch's flat (left, right, top, bottom, ...) from the last dim, or one (before, after)/None per dim.
-    Negative amounts remove elements. Modes: constant, reflect, replicate, circular."""
+    Negative amounts remove elements. Modes: constant, reflect, replicate, circular. Errors are PyTorch's types: an
+    unknown mode is NotImplementedError, bad amounts RuntimeError."""
     if all(isinstance(p, int) for p in padding):
-      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"flat padding {padding} needs pairs for at most {self.ndim} dims")
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise RuntimeError(f"flat padding {padding} needs pairs for at most {self.ndim} dims")
       pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
     else:
-      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one pair per dimension of {self.shape}")
+      if len(padding) != self.ndim: raise RuntimeError(f"padding {padding} needs one pair per dimension of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
-    if mode not in ("constant", "reflect", "replicate", "circular"): raise ValueError(f"unknown pad mode {mode!r}")
+    if mode not in ("constant", "reflect", "replicate", "circular"): raise NotImplementedError(f"unknown pad mode {mode!r}")
     x = self.shrink([(-min(a, 0), s + min(b, 0)) for (a, b), s in zip(pairs, self.shape)])
     pos = [(max(a, 0), max(b, 0)) for a, b in pairs]
     if mode == "constant":
@@ -72,8 +79,8 @@ class MovementMixin:
     for d, (a, b) in enumerate(pos):
       if a == 0 and b == 0: continue
       n = x.shape[d]
-      if mode == "reflect" and (a >= n or b >= n): raise ValueError(f"reflect padding {a, b} must be smaller than dimension {d} of size {n}")
-      if mode == "circular" and (a > n or b > n): raise ValueError(f"circular padding {a, b} can't exceed dimension {d} of size {n}")
+      if mode == "reflect" and (a >= n or b >= n): raise RuntimeError(f"reflect padding {a, b} must be smaller than dimension {d} of size {n}")
+      if mode == "circular" and (a > n or b > n): raise RuntimeError(f"circular padding {a, b} can't exceed dimension {d} of size {n}")
       sl = lambda lo, hi: x.shrink([(lo, hi) if i == d else None for i in range(x.ndim)])
       if mode == "reflect": left, right = sl(1, a + 1).flip(d), sl(n - b - 1, n - 1).flip(d)
       elif mode == "replicate": left, right = sl(0, 1).expand(*[a if i == d else -1 for i in range(x.ndim)]), sl(n - 1, n).expand(*[b if i == d else -1 for i in range(x.ndim)])
@@ -96,10 +103,11 @@ class MovementMixin:
   def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
     d = self._axis(dim)
     return self.reshape(*self.shape[:d], *sizes, *self.shape[d + 1:])
-  def squeeze(self, dim: int | None = None) -> Tensor:
+  def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Remove size-1 dims: all of them, or those of `dim`, one int or a tuple (PyTorch 2); a named dim of another size stays."""
     if dim is None: return self.reshape(*[s for s in self.shape if s != 1])
-    d = self._axis(dim)
-    return self if self.shape[d] != 1 else self.reshape(*self.shape[:d], *self.shape[d + 1:])
+    dims = {self._axis(d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+    return self.reshape(*[s for i, s in enumerate(self.shape) if i not in dims or s != 1])
   def unsqueeze(self, dim: int) -> Tensor:
     d = self._axis(dim, self.ndim + 1)
     return self.reshape(*self.shape[:d], 1, *self.shape[d:])
@@ -128,22 +136,26 @@ class MovementMixin:
     return x
 
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
-    tensors = [self, *others]
-    d = self._axis(dim)
+    """Join along `dim`: `a.cat(b, c)`, or `Tensor.cat([a, b, c])` with one list as PyTorch's torch.cat."""
+    tensors = _tensor_list(self, others)
+    first = tensors[0]
+    d = first._axis(dim)
     for t in tensors:
-      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+      if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != d):
         raise ValueError(f"cat needs equal shapes except in dimension {d}, got {[t.shape for t in tensors]}")
     from ir.dtype import least_upper_dtype
     dt = least_upper_dtype(*(t.dtype for t in tensors))
     total, out, at = sum(t.shape[d] for t in tensors), None, 0
     for t in tensors:
-      part = t.cast(dt).pad([(at, total - at - t.shape[d]) if i == d else None for i in range(self.ndim)])
+      part = t.cast(dt).pad([(at, total - at - t.shape[d]) if i == d else None for i in range(first.ndim)])
       out = part if out is None else out + part
       at += t.shape[d]
     return out
   def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
-    d = self._axis(dim, self.ndim + 1)
-    return self.unsqueeze(d).cat(*(t.unsqueeze(d) for t in others), dim=d)
+    """Join along a new dim: `a.stack(b, c)`, `Tensor.stack(a, b)` or `Tensor.stack([a, b], dim=1)` (tinygrad)."""
+    tensors = _tensor_list(self, others)
+    d = tensors[0]._axis(dim, tensors[0].ndim + 1)
+    return tensors[0].unsqueeze(d).cat(*(t.unsqueeze(d) for t in tensors[1:]), dim=d)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     d = self._axis(dim)
     n = self.shape[d]
@@ -161,6 +173,15 @@ class MovementMixin:
     n = self.shape[self._axis(dim)]
     return self.split(max(-(-n // chunks), 1), dim)
   def unbind(self, dim: int = 0) -> tuple[Tensor, ...]: return tuple(t.squeeze(dim) for t in self.split(1, dim))
+  def unfold(self, dim: int, size: int, step: int) -> Tensor:
+    """Windows of `size` every `step` along `dim` (PyTorch's Tensor.unfold): `dim` becomes the window count
+    (n - size) // step + 1 and a new last dim holds each window. All views."""
+    if self.ndim == 0: return self.reshape(1).unfold(0, size, step).reshape(size)
+    d = self._axis(dim)
+    if not 0 <= size <= self.shape[d]: raise RuntimeError(f"unfold size {size} must be in [0, {self.shape[d]}] for dimension {d} of {self.shape}")
+    if step <= 0: raise RuntimeError(f"unfold step must be positive, got {step}")
+    order = [i for i in range(self.ndim) if i != d] + [d]
+    return self.permute(*order)._pool((size,), step).permute(*argsort(order), self.ndim)
   def meshgrid(self, *others: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
     if indexing not in ("ij", "xy"): raise ValueError(f"indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = [self, *others]
@@ -177,7 +198,9 @@ class MovementMixin:
     keep = (cols <= rows + diagonal) if lower else (cols >= rows + diagonal)
     return keep.where(self, self.zeros_like())
   def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal `offset` above (below, if negative) the main one of the dim1/dim2 planes, as a new last dim (a view)."""
     a, b = self._axis(dim1), self._axis(dim2)
+    if a == b: raise RuntimeError(f"diagonal dimensions can't be the same, got {dim1} and {dim2}")
     rest = [i for i in range(self.ndim) if i not in (a, b)]
     x = self.permute(*rest, a, b)
     n, m = x.shape[-2:]
@@ -203,8 +226,8 @@ class MovementMixin:
     """out[.., i, ..] = self[.., index[.., i, ..], ..] along `dim` (torch.gather); negative indices wrap."""
     d = self._axis(dim)
     if index.ndim != self.ndim or any(i > s for j, (i, s) in enumerate(zip(index.shape, self.shape)) if j != d):
-      raise ValueError(f"gather index shape {index.shape} doesn't fit input {self.shape} at dim {d}")
-    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+      raise RuntimeError(f"gather index shape {index.shape} doesn't fit input {self.shape} at dim {d}")
+    if not dtypes.is_int(index.dtype): raise RuntimeError(f"gather index must be an integer tensor, got {index.dtype}")
     x = self.shrink([None if j == d else (0, i) for j, i in enumerate(index.shape)])
     n = self.shape[d]
     return x._take(d, (index < 0).where(index + n, index) if not dtypes.is_unsigned(index.dtype) else index)
@@ -214,18 +237,18 @@ class MovementMixin:
   def take_along_dim(self, indices: Tensor, dim: int) -> Tensor: return self.gather(dim, indices)
   def _scatter_mask(self, dim: int, index: Tensor) -> tuple[int, Tensor]:
     d = self._axis(dim)
-    if index.ndim != self.ndim: raise ValueError(f"scatter index must have {self.ndim} dims, got shape {index.shape}")
-    if not dtypes.is_int(index.dtype): raise TypeError(f"scatter index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise RuntimeError(f"scatter index must have {self.ndim} dims, got shape {index.shape}")
+    if not dtypes.is_int(index.dtype): raise RuntimeError(f"scatter index must be an integer tensor, got {index.dtype}")
     n = self.shape[d]
     mask = index._onehot(n).permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))  # (.., k, n, ..)
     pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
     return d, mask.pad(pads[:d + 1] + [None] + pads[d + 1:])
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """out[.., index[i], ..] = src[i] along `dim` (reduce: None, 'add' or 'multiply')."""
-    if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    if reduce not in (None, "add", "multiply"): raise RuntimeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
     return self.scatter_reduce(dim, index, src, {None: "replace", "add": "sum", "multiply": "prod"}[reduce])
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor | float, reduce: str, include_self: bool = True) -> Tensor:
-    if reduce not in ("replace", "sum", "prod", "mean", "amax", "amin"): raise ValueError(f"unknown scatter_reduce reduction {reduce!r}")
+    if reduce not in ("replace", "sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"unknown scatter_reduce reduction {reduce!r}")
     d, mask = self._scatter_mask(dim, index)
     src_t = src if isinstance(src, type(self)) else type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     src_t = src_t.shrink([(0, s) for s in index.shape]).cast(self.dtype)
@@ -251,40 +274,71 @@ class MovementMixin:
     if include_self: out = out.maximum(self) if reduce == "amax" else out.minimum(self)
     return hit.where(out, self)
   def masked_fill(self, mask: Tensor, value) -> Tensor: return mask.where(value, self)
-  def masked_select(self, mask: Tensor) -> Tensor:
-    """The elements where mask is true, as a 1-d tensor (reads the mask: not lazy)."""
-    mask_np = mask._broadcast_to(self.shape).numpy().astype(bool)
-    return self.flatten()[type(self)(np.flatnonzero(mask_np).astype(np.int32), device=self.device)] if mask_np.any() else type(self).zeros(0, dtype=self.dtype, device=self.device)
-  def nonzero(self) -> Tensor:
-    return type(self)(np.argwhere(self.numpy()).astype(np.int32), device=self.device)
+  def masked_select(self, mask: Tensor, size: int | None = None, fill_value=0) -> Tensor:
+    """The elements where `mask` is true (both broadcast to one shape), in order, as a 1-d tensor. Without `size` the
+    mask is read to count them (not lazy); with `size=N` (tinygrad) the result has N elements, the first N selected
+    then `fill_value`, and nothing is read."""
+    if mask.dtype != dtypes.bool: raise RuntimeError(f"masked_select needs a bool mask, got {mask.dtype}")
+    shape = broadcast_shape(self.shape, mask.shape)
+    x, keep = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
+    if size is not None: return keep._compact(x.unsqueeze(1), size, fill_value).reshape(size)
+    keep_np = keep.numpy()
+    return x[type(self)(np.flatnonzero(keep_np).astype(np.int32), device=self.device)] if keep_np.any() else type(self).zeros(0, dtype=self.dtype, device=self.device)
+  def nonzero(self, size: int | None = None, fill_value: int = 0) -> Tensor:
+    """(count, ndim) int32 indices of the nonzero elements in row-major order (tinygrad's dtype; PyTorch's is int64).
+    Without `size` the data is read to count them; with `size=N` (tinygrad) there are N rows, the first N found then
+    rows of `fill_value`, and nothing is read."""
+    if size is None: return type(self)(np.argwhere(self.numpy()).astype(np.int32), device=self.device)
+    strides = [prod(self.shape[i + 1:]) for i in range(self.ndim)]
+    flat = type(self).arange(self.numel(), device=self.device, dtype=dtypes.int32).unsqueeze(1)
+    coords = flat // type(self)(np.array(strides, np.int32), device=self.device) % type(self)(np.array(self.shape, np.int32), device=self.device)
+    return (self != 0).flatten()._compact(coords, size, fill_value)
+  def _compact(self, values: Tensor, size: int, fill_value) -> Tensor:
+    """Rows of `values` (n, k) where this bool (n,) is true, in order: the first `size` of them, then rows of `fill_value`.
+    Row j goes to slot (number of true entries up to j) - 1, so it is one-hot masks and sums, no data read."""
+    slot = type(self).arange(size, device=self.device, dtype=dtypes.int32)
+    rank = self.cast(dtypes.int32).cumsum(0) - 1
+    pick = self.unsqueeze(0) & (rank.unsqueeze(0) == slot.unsqueeze(1))                     # (size, n)
+    out = pick.unsqueeze(2).where(values.unsqueeze(0), 0).sum(1).cast(values.dtype)      # (size, k): one term or none
+    return (slot < self.cast(dtypes.int32).sum()).unsqueeze(1).where(out, fill_value).cast(values.dtype)
 
   # ---------------- [] ----------------
   def _normalize_index(self, indices) -> list:
-    """Indices as a list with one entry per dim (Ellipsis expanded, trailing dims filled); lists and arrays become
-    tensors, a bool mask becomes the integer tensors of its true positions, ints mixed with tensors become tensors."""
+    """Indices as a list with one entry per dim (Ellipsis expanded, trailing dims filled). Lists, tuples and arrays
+    are checked on the host (IndexError out of range, as PyTorch) and become tensors; a bool mask covers as many dims
+    as it has, must match them, and becomes the integer tensors of its true positions (read once). Integer tensors are
+    not read: their out-of-range values select 0 (tinygrad)."""
     if not isinstance(indices, tuple): indices = (indices,)
-    out: list = []
+    items: list = []
     for i in indices:
-      if isinstance(i, (list, np.ndarray)): i = type(self)(np.asarray(i), device=self.device)
-      if isinstance(i, type(self)) and i.dtype == dtypes.bool:  # a bool mask selects where it is true: read it once
-        out.extend(type(self)(a.astype(np.int32), device=self.device) for a in np.nonzero(i.numpy()))
-        continue
-      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice, type(self)))):
+      if isinstance(i, (list, tuple, np.ndarray)):
+        arr = np.asarray(i)
+        if arr.size == 0 and arr.dtype != np.bool_: arr = arr.astype(np.int64)  # [] indexes nothing, as numpy
+        if arr.dtype.kind not in "iub": raise IndexError(f"index arrays must be integer or bool, got {i!r}")
+        i = arr
+      elif isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice, type(self)))):
         raise IndexError(f"invalid index {i!r} of type {type(i).__name__}")
-      if isinstance(i, type(self)) and not dtypes.is_int(i.dtype): raise IndexError(f"index tensors must be integer or bool, got {i.dtype}")
-      out.append(i)
-    ellipses = [k for k, i in enumerate(out) if i is Ellipsis]
+      elif isinstance(i, type(self)) and not (dtypes.is_int(i.dtype) or i.dtype == dtypes.bool): raise IndexError(f"index tensors must be integer or bool, got {i.dtype}")
+      items.append(i)
+    is_mask = lambda i: (isinstance(i, np.ndarray) and i.dtype == np.bool_) or (isinstance(i, type(self)) and i.dtype == dtypes.bool)
+    ellipses = [k for k, i in enumerate(items) if i is Ellipsis]
     if len(ellipses) > 1: raise IndexError("an index can only have a single ellipsis")
-    consumed = sum(1 for i in out if i is not None and i is not Ellipsis)
+    consumed = sum(i.ndim if is_mask(i) else 1 for i in items if i is not None and i is not Ellipsis)
     if consumed > self.ndim: raise IndexError(f"too many indices for a tensor of dimension {self.ndim}")
     fill = [slice(None)] * (self.ndim - consumed)
-    out = out[:ellipses[0]] + fill + out[ellipses[0] + 1:] if ellipses else out + fill
-    if any(isinstance(i, type(self)) for i in out):
-      for k, i in enumerate(out):
-        if isinstance(i, int):
-          n = self.shape[sum(1 for j in out[:k] if j is not None)]
-          if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {k} with size {n}")
-          out[k] = type(self)(i, device=self.device)
+    items = items[:ellipses[0]] + fill + items[ellipses[0] + 1:] if ellipses else items + fill
+    out: list = []
+    for i in items:
+      dim = sum(1 for j in out if j is not None)
+      if is_mask(i):  # a bool mask selects where it is true
+        if i.ndim == 0: raise IndexError("a 0-d bool index is not supported")
+        if i.shape != self.shape[dim:dim + i.ndim]: raise IndexError(f"mask of shape {i.shape} doesn't match the indexed {self.shape[dim:dim + i.ndim]}")
+        out.extend(type(self)(a.astype(np.int32), device=self.device) for a in np.nonzero(i if isinstance(i, np.ndarray) else i.numpy()))
+      elif isinstance(i, np.ndarray):
+        n = self.shape[dim]
+        if (bad := i[(i < -n) | (i >= n)]).size: raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {n}")
+        out.append(type(self)(i.astype(np.int32), device=self.device))
+      else: out.append(i)
     return out
 
   def _basic_index(self, idx: list) -> tuple[Tensor, list[tuple[int, Tensor]]]:
@@ -316,14 +370,20 @@ class MovementMixin:
     return x.reshape(*[x.shape[k] for k in keep]), [(remap[d], t) for d, t in tensors]
 
   def __getitem__(self, indices) -> Tensor:
+    """ints, slices (any step), None, Ellipsis and advanced indices (integer tensors, lists, tuples, arrays, bool masks).
+    Ints select first, as in PyTorch and tinygrad (numpy instead counts an int among arrays as an advanced index); the
+    advanced indices then broadcast together and their dims take the place of the indexed ones when those are adjacent
+    in what is left, else go to the front."""
     x, tensors = self._basic_index(self._normalize_index(indices))
     if not tensors: return x
     return x._advanced_index(tensors)
 
   def _advanced_index(self, tensors: list[tuple[int, Tensor]]) -> Tensor:
-    """numpy's integer-array indexing: the indexed dims are flattened into one and gathered with one index."""
+    """Integer-array indexing of the view left by the basic indices: the indexed dims are flattened into one and
+    gathered with one index."""
     dims = [d for d, _ in tensors]
-    bshape = broadcast_shape(*(t.shape for _, t in tensors))
+    try: bshape = broadcast_shape(*(t.shape for _, t in tensors))
+    except ValueError as e: raise IndexError(f"index arrays don't broadcast together: {e}") from None
     rest = [d for d in range(self.ndim) if d not in dims]
     sizes = [self.shape[d] for d in dims]
     flat, inside = None, None

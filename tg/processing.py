@@ -116,11 +116,13 @@ class ProcessingMixin:
     return out
 
   @staticmethod
-  def einsum(formula: str, *operands: Tensor) -> Tensor:
-    """Einstein summation, e.g. "ij,jk->ik", with "..." for broadcast dims and repeated letters for diagonals."""
+  def einsum(formula: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
+    """Einstein summation, e.g. "ij,jk->ik", with "..." for broadcast dims and repeated letters for diagonals. The
+    operands come one by one or as one list (as PyTorch); a formula that doesn't fit them is a RuntimeError (PyTorch's)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)): operands = tuple(operands[0])
     lhs, arrow, rhs = formula.replace(" ", "").partition("->")
     inputs = lhs.split(",")
-    if len(inputs) != len(operands): raise ValueError(f"einsum {formula!r} names {len(inputs)} operands, got {len(operands)}")
+    if len(inputs) != len(operands): raise RuntimeError(f"einsum {formula!r} names {len(inputs)} operands, got {len(operands)}")
     ell_dims = max((t.ndim - len(s.replace("...", "")) for s, t in zip(inputs, operands) if "..." in s), default=0)
     ell = "".join(chr(0x391 + i) for i in range(ell_dims))  # letters no formula uses
     inputs = [s.replace("...", ell[len(ell) - (t.ndim - len(s.replace('...', ''))):] if "..." in s else "") for s, t in zip(inputs, operands)]
@@ -129,14 +131,14 @@ class ProcessingMixin:
     sizes: dict[str, int] = {}
     prepared = []
     for letters, t in zip(inputs, operands):
-      if len(letters) != t.ndim: raise ValueError(f"einsum operand {letters!r} doesn't match shape {t.shape}")
+      if len(letters) != t.ndim: raise RuntimeError(f"einsum operand {letters!r} doesn't match shape {t.shape}")
       while len(set(letters)) != len(letters):  # repeated letter: take the diagonal
         c = next(c for c in letters if letters.count(c) > 1)
         i, j = letters.index(c), letters.index(c, letters.index(c) + 1)
         t = t.diagonal(0, i, j)
         letters = "".join(x for k, x in enumerate(letters) if k not in (i, j)) + c
       for c, s in zip(letters, t.shape):
-        if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1: raise ValueError(f"einsum letter {c!r} has sizes {sizes[c]} and {s}")
+        if sizes.setdefault(c, s) != s and s != 1 and sizes[c] != 1: raise RuntimeError(f"einsum letter {c!r} has sizes {sizes[c]} and {s}")
         sizes[c] = max(sizes[c], s)
       prepared.append((letters, t))
     order = list(dict.fromkeys("".join(l for l, _ in prepared) + rhs))
@@ -153,14 +155,14 @@ class ProcessingMixin:
   def _pool(self, kernel: tuple[int, ...], stride: int | tuple[int, ...] = 1, dilation: int | tuple[int, ...] = 1) -> Tensor:
     """(..., *spatial) -> (..., *out, *kernel): every window of the last len(kernel) dims, as views."""
     n = len(kernel)
-    if self.ndim < n: raise ValueError(f"a {n}-d window needs at least {n} dims, got shape {self.shape}")
+    if self.ndim < n: raise RuntimeError(f"a {n}-d window needs at least {n} dims, got shape {self.shape}")
     stride, dilation = _tuple(stride, n), _tuple(dilation, n)
     x = self
     for i, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
       dim = self.ndim - n + i  # spatial dims keep their place; each window axis is appended at the end
       size = x.shape[dim]
       span = d * (k - 1) + 1
-      if size < span: raise ValueError(f"window {k} (dilation {d}) is larger than input size {size} in dim {dim}")
+      if size < span: raise RuntimeError(f"window {k} (dilation {d}) is larger than input size {size} in dim {dim}")
       out = (size - span) // s + 1
       if k == s and d == 1:  # windows side by side: a reshape, whose gradient is a reshape too
         y = x.shrink([(0, out * k) if j == dim else None for j in range(x.ndim)]).reshape(*x.shape[:dim], out, k, *x.shape[dim + 1:])
@@ -181,15 +183,16 @@ class ProcessingMixin:
 
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
              dtype: DType | str | None = None) -> Tensor:
-    """N-d convolution (N from the weight): self (batch, cin, *spatial), weight (cout, cin/groups, *kernel)."""
+    """N-d convolution (N from the weight): self (batch, cin, *spatial), weight (cout, cin/groups, *kernel). Shapes
+    that don't fit are a RuntimeError, as in PyTorch."""
     n = weight.ndim - 2
-    if n < 1: raise ValueError(f"conv weight needs at least 3 dims (cout, cin/groups, *kernel), got {weight.shape}")
-    if self.ndim != n + 2: raise ValueError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
+    if n < 1: raise RuntimeError(f"conv weight needs at least 3 dims (cout, cin/groups, *kernel), got {weight.shape}")
+    if self.ndim != n + 2: raise RuntimeError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
     bs, cin = self.shape[:2]
     cout, cin_g = weight.shape[:2]
-    if cin != cin_g * groups or cout % groups: raise ValueError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
+    if cin != cin_g * groups or cout % groups: raise RuntimeError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
     if isinstance(padding, str):
-      if padding != "same" or any(s != 1 for s in _tuple(stride, n)): raise ValueError(f"padding={padding!r} needs 'same' and stride 1")
+      if padding != "same" or any(s != 1 for s in _tuple(stride, n)): raise RuntimeError(f"padding={padding!r} needs 'same' and stride 1")
       total = [d * (k - 1) for d, k in zip(_tuple(dilation, n), weight.shape[2:])]
       pads = [(t // 2, t - t // 2) for t in total]
     else: pads = _conv_padding(padding, n)
@@ -214,7 +217,8 @@ class ProcessingMixin:
     stride, dilation, out_pad = _tuple(stride, n), _tuple(dilation, n), _tuple(output_padding, n)
     pads = _conv_padding(padding, n)
     cin, cout_g = weight.shape[:2]
-    if self.ndim != n + 2 or self.shape[1] != cin: raise ValueError(f"conv_transpose input {self.shape} doesn't match weight {weight.shape}")
+    if self.ndim != n + 2 or self.shape[1] != cin or cin % groups:
+      raise RuntimeError(f"conv_transpose input {self.shape} doesn't match weight {weight.shape} with groups={groups}")
     x = self
     for i, s in enumerate(stride):  # insert s-1 zeros between inputs
       if s == 1: continue
@@ -234,7 +238,7 @@ class ProcessingMixin:
     s = _tuple(stride if stride is not None else k, n)
     d = _tuple(dilation, n)
     pads = _conv_padding(padding, n)
-    if any(lo > kk // 2 for (lo, _), kk in zip(pads, k)): raise ValueError(f"pool padding {padding} should be at most half of kernel {k}")
+    if any(lo > kk // 2 for (lo, _), kk in zip(pads, k)): raise RuntimeError(f"pool padding {padding} should be at most half of kernel {k}")
     extra = []
     for i, ((lo, hi), kk, ss, dd) in enumerate(zip(pads, k, s, d)):
       size = self.shape[self.ndim - n + i] + lo + hi
@@ -258,6 +262,8 @@ class ProcessingMixin:
     divisor = counted._pool(k, s, d).sum(tuple(range(-n, 0)))
     return total / divisor
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
+    """Max over windows of the last len(kernel_size) dims. return_indices adds, as PyTorch, the int64 flat index into
+    each input plane of the maximum: the first one in the window, or the last NaN where the window holds one."""
     low = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
     x, (k, s, d), all_pads = self._pool_prepare(kernel_size, stride, dilation, padding, ceil_mode, low)
     n = len(k)
@@ -269,14 +275,42 @@ class ProcessingMixin:
     pos = (pos + 1).pad(all_pads)._pool(k, s, d) - 1   # padding reads as -1
     hit = windows == out.reshape(*out.shape, *[1] * n)
     first = hit.where(pos, prod(spatial)).min(tuple(range(-n, 0)))
+    if dtypes.is_float(self.dtype):  # PyTorch's scan takes every NaN it meets as the new maximum
+      first = out.isnan().where(windows.isnan().where(pos, -1).max(tuple(range(-n, 0))), first)
     return out, first.cast(dtypes.int64)
+  def max_unpool2d(self, indices: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None) -> Tensor:
+    """Partial inverse of max_pool2d: each value lands at its flat index (`indices` from max_pool2d(return_indices=True))
+    in a plane of zeros, over the last len(kernel_size) dims (any number of them, as tinygrad). The plane is
+    (in - 1) * stride - pad_lo - pad_hi + dilation * (kernel - 1) + 1 per dim, or `output_size` (spatial, optionally
+    after the leading dims) within a stride of that, as PyTorch. Two values for one place: the later wins (PyTorch; tinygrad
+    adds them). Indices are not read: negative ones count from the end of the plane, too large ones are dropped
+    (PyTorch raises, which needs a data read)."""
+    n = 2 if isinstance(kernel_size, int) else len(kernel_size)
+    k, d = _tuple(kernel_size, n), _tuple(dilation, n)
+    s, pads = _tuple(stride if stride is not None else k, n), _conv_padding(padding, n)
+    if indices.shape != self.shape: raise RuntimeError(f"max_unpool2d indices of shape {indices.shape} must match the input's {self.shape}")
+    if self.ndim < n: raise RuntimeError(f"max_unpool2d over {n} dims needs at least {n} dims, got shape {self.shape}")
+    lead = self.shape[:-n]
+    default = [(i - 1) * ss - lo - hi + dd * (kk - 1) + 1 for i, kk, ss, dd, (lo, hi) in zip(self.shape[-n:], k, s, d, pads)]
+    if output_size is None: out_sp = default
+    else:
+      out_sp = list(output_size)[-n:]
+      if len(output_size) not in (n, self.ndim): raise ValueError(f"output_size {output_size} needs {n} or {self.ndim} sizes")
+      if any(not o - ss < size < o + ss for o, ss, size in zip(default, s, out_sp)):
+        raise ValueError(f"output_size {output_size} must be within a stride of {tuple(default)} in each dim")
+    plane = type(self).zeros(*lead, prod(out_sp), dtype=self.dtype, device=self.device)
+    return plane.scatter(-1, indices.reshape(*lead, -1), self.reshape(*lead, -1)).reshape(*lead, *out_sp)
   def avg_pool1d(self, kernel_size=2, stride=None, **kw) -> Tensor: return self.avg_pool2d((kernel_size,) if isinstance(kernel_size, int) else kernel_size, stride, **kw)
   def max_pool1d(self, kernel_size=2, stride=None, **kw): return self.max_pool2d((kernel_size,) if isinstance(kernel_size, int) else kernel_size, stride, **kw)
 
   def interpolate(self, size: Sequence[int], mode: str = "linear", align_corners: bool = False) -> Tensor:
-    """Resize the trailing len(size) dims ("linear" is bilinear/trilinear on 2/3 dims)."""
-    if mode not in ("linear", "nearest", "nearest-exact"): raise ValueError(f"unknown interpolate mode {mode!r}")
+    """Resize the trailing len(size) dims with PyTorch's coordinate mapping. "linear" interpolates along each of them (so
+    bilinear on 2, as tinygrad); "bilinear" and "trilinear" (PyTorch's names) are the same on exactly 2 and 3 dims.
+    An unknown mode, or a size that doesn't fit the mode, is NotImplementedError, as in PyTorch."""
+    if mode not in ("linear", "bilinear", "trilinear", "nearest", "nearest-exact"): raise NotImplementedError(f"unknown interpolate mode {mode!r}")
     size = tuple(size)
+    if (need := {"bilinear": 2, "trilinear": 3}.get(mode)) and len(size) != need: raise NotImplementedError(f"{mode} interpolation needs {need} sizes, got {size}")
+    if align_corners and mode.startswith("nearest"): raise ValueError(f"align_corners only goes with the linear modes, not {mode!r}")
     if len(size) > self.ndim: raise ValueError(f"interpolate size {size} has more dims than input {self.shape}")
     x = self
     for i, out in enumerate(size):
@@ -288,7 +322,7 @@ class ProcessingMixin:
       elif align_corners: src = pos * ((n - 1) / (out - 1)) if out > 1 else pos * 0
       else: src = ((pos + 0.5) * (n / out) - 0.5).maximum(0)
       index = [slice(None)] * x.ndim
-      if mode != "linear":
+      if mode.startswith("nearest"):
         index[dim] = src.clamp(max_=n - 1).cast(dtypes.int32)
         x = x[tuple(index)]
         continue
@@ -325,7 +359,15 @@ class ProcessingMixin:
     keep = type(self).rand(*self.shape, device=self.device) >= p
     return keep.where(self, 0) * (1 / (1 - p))
   def scaled_dot_product_attention(self, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
-                                   is_causal: bool = False) -> Tensor:
+                                   is_causal: bool = False, enable_gqa: bool = False) -> Tensor:
+    """softmax(self @ key^T / sqrt(d) + mask) @ value. A bool mask keeps where true; is_causal keeps the lower triangle.
+    enable_gqa (grouped-query attention, as PyTorch): key and value have fewer heads (dim -3), each serving a group of
+    consecutive query heads, so they are repeated to the query's head count."""
+    if is_causal and attn_mask is not None: raise RuntimeError("attn_mask can't be given with is_causal=True")
+    if enable_gqa and self.ndim >= 3:
+      hq = self.shape[-3]
+      if hq % key.shape[-3] or hq % value.shape[-3]: raise RuntimeError(f"query heads {hq} must be a multiple of key and value heads {key.shape[-3]}, {value.shape[-3]}")
+      key, value = key.repeat_interleave(hq // key.shape[-3], -3), value.repeat_interleave(hq // value.shape[-3], -3)
     scores = self.matmul(key.transpose(-1, -2)) / math.sqrt(self.shape[-1])
     if is_causal:
       attn_mask = type(self).ones(self.shape[-2], key.shape[-2], dtype=dtypes.bool, device=self.device).tril()

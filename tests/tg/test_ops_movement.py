@@ -2,6 +2,7 @@
 differences of the same numpy expression (see opcheck.check_op)."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from tg import Tensor
 from tests.tg.opcheck import check_op
 
@@ -57,8 +58,13 @@ def test_pad_modes_2d(mode):
 def test_pad_modes_3d(mode):
   check_op(lambda a: a.pad((1, 0, 0, 2, 1, 1), mode=mode), lambda a: np.pad(a, ((1, 1), (0, 2), (1, 0)), mode=NP_MODE[mode]), [(3, 3, 4)])
 
-def test_pad_reflect_too_large_raises():
-  with pytest.raises(ValueError): Tensor(np.zeros(3, np.float32)).pad((3, 0), mode="reflect")
+def test_pad_errors_are_pytorchs_types():
+  x = Tensor(np.zeros(3, np.float32))
+  with pytest.raises(RuntimeError, match="reflect"): x.pad((3, 0), mode="reflect")
+  with pytest.raises(RuntimeError, match="circular"): x.pad((0, 4), mode="circular")
+  with pytest.raises(NotImplementedError, match="'wrap'"): x.pad((1, 1), mode="wrap")
+  with pytest.raises(RuntimeError): x.pad((1, 1, 1))
+  with pytest.raises(RuntimeError): x.pad(((1, 1), (0, 0)))
 
 # ---------------- shrink / flip / transpose ----------------
 def test_shrink():
@@ -86,6 +92,13 @@ def test_squeeze_one_dim():
   # a dim that isn't 1 is left alone
   check_op(lambda a: a.squeeze(1), lambda a: a, [(1, 3, 1, 2)])
 
+def test_squeeze_tuple_of_dims():
+  # PyTorch 2: a tuple of dims; those of size 1 go, the others stay
+  check_op(lambda a: a.squeeze((0, 2)), lambda a: a.reshape(3, 2), [(1, 3, 1, 2)])
+  check_op(lambda a: a.squeeze([0, 1, -1]), lambda a: a.reshape(3, 1, 2), [(1, 3, 1, 2)])
+  check_op(lambda a: a.squeeze(()), lambda a: a, [(1, 3)])
+  with pytest.raises(IndexError): Tensor.zeros(1, 3).squeeze((0, 2))
+
 def test_unsqueeze_negative():
   check_op(lambda a: a.unsqueeze(-1), lambda a: a[..., None], [(2, 3)])
   check_op(lambda a: a.unsqueeze(-3), lambda a: a[None], [(2, 3)])
@@ -104,6 +117,21 @@ def test_unflatten():
 def test_repeat():
   check_op(lambda a: a.repeat(2, 3), lambda a: np.tile(a, (2, 3)), [(2, 3)])
   check_op(lambda a: a.repeat(2, 1, 3), lambda a: np.tile(a, (2, 1, 3)), [(2, 3)])
+  check_op(lambda a: a.repeat((2, 1, 3)), lambda a: np.tile(a, (2, 1, 3)), [(2, 3)])
+  check_op(lambda a: a.repeat([1, 2]), lambda a: np.tile(a, (1, 2)), [(2, 3)])
+
+@pytest.mark.parametrize("op,args", [("reshape", (2, -1)), ("permute", (0, 2, 1)), ("flip", (0, 1)), ("repeat", (1, 2, 1)),
+                                     ("expand", (2, 2, 3, 4)), ("view", (4, 6)), ("squeeze", (0, 1))])
+def test_shape_and_axes_as_tuple_list_or_varargs(op, args):
+  x = np.random.default_rng(20).uniform(-2, 2, (2, 3, 4)).astype(np.float32)
+  if op == "squeeze": x = x.reshape(1, 2, 3, 4)[:, :1]   # (1, 1, 3, 4): squeeze takes a tuple, not varargs (PyTorch)
+  ref = getattr(Tensor(x), op)(tuple(args)).numpy()
+  np.testing.assert_array_equal(getattr(Tensor(x), op)(list(args)).numpy(), ref)
+  if op != "squeeze": np.testing.assert_array_equal(getattr(Tensor(x), op)(*args).numpy(), ref)
+  expected = {"reshape": lambda: x.reshape(2, -1), "permute": lambda: x.transpose(0, 2, 1), "flip": lambda: x[::-1, ::-1],
+              "repeat": lambda: np.tile(x, (1, 2, 1)), "expand": lambda: np.broadcast_to(x, (2, 2, 3, 4)), "view": lambda: x.reshape(4, 6),
+              "squeeze": lambda: x.reshape(3, 4)}[op]
+  np.testing.assert_array_equal(ref, expected())
 
 def test_repeat_interleave():
   check_op(lambda a: a.repeat_interleave(2), lambda a: np.repeat(a.reshape(-1), 2), [(2, 3)])
@@ -131,6 +159,16 @@ def test_stack():
   check_op(lambda a, b: a.stack(b, dim=-1), lambda a, b: np.stack([a, b], -1), [(2, 3)] * 2)
   check_op(lambda a, b: a.stack(b, dim=1), lambda a, b: np.stack([a, b], 1), [(2, 3)] * 2)
 
+def test_stack_and_cat_take_a_list():
+  # tinygrad's Tensor.stack([a, b], dim=1) and PyTorch's torch.cat([a, b]) forms, next to the varargs ones
+  check_op(lambda a, b: Tensor.stack([a, b], dim=1), lambda a, b: np.stack([a, b], 1), [(2, 3)] * 2)
+  check_op(lambda a, b, c: Tensor.stack((a, b, c)), lambda a, b, c: np.stack([a, b, c]), [(2, 3)] * 3)
+  check_op(lambda a, b, c: Tensor.stack(a, b, c, dim=-1), lambda a, b, c: np.stack([a, b, c], -1), [(3,)] * 3)
+  check_op(lambda a, b, c: a.stack([b, c], dim=2), lambda a, b, c: np.stack([a, b, c], 2), [(2, 3)] * 3)
+  check_op(lambda a, b: Tensor.cat([a, b], dim=1), lambda a, b: np.concatenate([a, b], 1), [(2, 1), (2, 3)])
+  check_op(lambda a: Tensor.stack([a]), lambda a: a[None], [(2, 2)])
+  with pytest.raises(RuntimeError): Tensor.stack([])
+
 def test_split_int():
   x = Tensor(np.zeros((2, 7), np.float32))
   assert [p.shape for p in x.split(3, dim=1)] == [(2, 3), (2, 3), (2, 1)]
@@ -151,6 +189,29 @@ def test_chunk_uneven():
   assert [p.shape for p in Tensor.zeros(6).chunk(4)] == [(2,), (2,), (2,)]
   for k, (lo, hi) in enumerate([(0, 3), (3, 6), (6, 7)]):
     check_op(lambda a: a.chunk(3, dim=-1)[k], lambda a: a[:, lo:hi], [(3, 7)])
+
+def np_unfold(a, dim, size, step):
+  """PyTorch's Tensor.unfold: dim becomes the window starts 0, step, ...; each window's elements go on a new last axis."""
+  dim %= a.ndim
+  windows = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
+  return np.take(windows, range(0, windows.shape[dim], step), axis=dim)
+
+@pytest.mark.parametrize("shape,dim,size,step", [((10,), 0, 3, 2), ((8,), 0, 2, 2), ((3, 7, 2), 1, 3, 1), ((3, 3, 5), -1, 2, 3),
+                                                 ((2, 5), 0, 2, 1), ((4, 6), 1, 6, 1), ((5, 2), 0, 1, 4), ((4, 3), 1, 0, 2)])
+def test_unfold(shape, dim, size, step):
+  out = check_op(lambda a: a.unfold(dim, size, step), lambda a: np_unfold(a, dim, size, step), [shape])
+  n = shape[dim]
+  assert out.shape == tuple((n - size) // step + 1 if i == dim % len(shape) else s for i, s in enumerate(shape)) + (size,)
+
+def test_unfold_hand_computed_and_errors():
+  # the example of PyTorch's documentation: torch.arange(1., 8).unfold(0, 2, 2)
+  np.testing.assert_array_equal(Tensor(np.arange(1, 8, dtype=np.float32)).unfold(0, 2, 2).numpy(), [[1, 2], [3, 4], [5, 6]])
+  assert Tensor(2.5).unfold(0, 1, 1).numpy().tolist() == [2.5]
+  x = Tensor.zeros(3, 4)
+  with pytest.raises(RuntimeError): x.unfold(1, 5, 1)
+  with pytest.raises(RuntimeError): x.unfold(1, -1, 1)
+  with pytest.raises(RuntimeError): x.unfold(0, 2, 0)
+  with pytest.raises(IndexError): x.unfold(2, 1, 1)
 
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 def test_meshgrid(indexing):
@@ -252,6 +313,60 @@ def test_masked_select():
   row = np.array([True, False, True, True])
   check_op(lambda a, m: a.masked_select(m), lambda a, m: a[np.broadcast_to(m, a.shape)], inputs=[np.random.default_rng(1).uniform(-2, 2, (3, 4)), row])
 
+def np_first_n(values, n, fill):
+  """values[:n], padded with rows of `fill` to n rows: the size= forms of masked_select and nonzero."""
+  out = np.full((n, *values.shape[1:]), fill, dtype=np.float64 if values.dtype.kind == "f" else values.dtype)
+  out[:min(n, len(values))] = values[:n]
+  return out
+
+@pytest.mark.parametrize("size,fill", [(5, 0), (9, -1.5), (3, 0), (0, 7)])
+def test_masked_select_static_size(size, fill):
+  # 5 elements are selected: size 9 pads with fill_value, size 3 keeps the first 3
+  check_op(lambda a, m: a.masked_select(m, size=size, fill_value=fill), lambda a, m: np_first_n(a[m], size, fill),
+           inputs=[np.random.default_rng(2).uniform(-2, 2, (3, 4)), MASK])
+  # a mask broadcast against the input, and an input broadcast against the mask
+  row = np.array([True, False, True, True])
+  check_op(lambda a, m: a.masked_select(m, size=size, fill_value=fill), lambda a, m: np_first_n(a[np.broadcast_to(m, a.shape)], size, fill),
+           inputs=[np.random.default_rng(3).uniform(-2, 2, (3, 4)), row])
+  check_op(lambda a, m: a.masked_select(m, size=size, fill_value=fill), lambda a, m: np_first_n(np.broadcast_to(a, m.shape)[m], size, fill),
+           inputs=[np.random.default_rng(4).uniform(-2, 2, (4,)), MASK])
+
+def test_masked_select_keeps_dtype_and_needs_a_bool_mask():
+  x = Tensor(np.array([[3, -1], [7, 2]], np.int32))
+  out = x.masked_select(x > 0, size=4, fill_value=-9)
+  assert out.dtype == x.dtype
+  np.testing.assert_array_equal(out.numpy(), [3, 7, 2, -9])
+  with pytest.raises(RuntimeError, match="bool"): x.masked_select(x)
+
+def test_static_size_forms_read_no_data():
+  # under TinyJit a data read while capturing is an error, and replays with new masks must still select right
+  from tg import TinyJit
+  @TinyJit
+  def pick(x, m): return x.masked_select(m, size=4, fill_value=-1).realize(), x.nonzero(size=3, fill_value=-1).realize()
+  rng = np.random.default_rng(5)
+  for _ in range(4):
+    x = np.where(rng.uniform(size=(3, 3)) < 0.4, 0, rng.integers(1, 9, (3, 3))).astype(np.float32)
+    m = rng.uniform(size=(3, 3)) < 0.5
+    sel, nz = pick(Tensor(x), Tensor(m))
+    np.testing.assert_array_equal(sel.numpy(), np_first_n(x[m], 4, -1))
+    np.testing.assert_array_equal(nz.numpy(), np_first_n(np.argwhere(x), 3, -1))
+
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 2)])
+def test_nonzero(shape):
+  x = np.where(np.random.default_rng(6).uniform(size=shape) < 0.5, 0, np.arange(1, np.prod(shape) + 1).reshape(shape)).astype(np.float32)
+  count = int((x != 0).sum())
+  out = Tensor(x).nonzero()
+  assert out.dtype == Tensor(np.zeros(1, np.int32)).dtype  # int32 as tinygrad (PyTorch: int64)
+  np.testing.assert_array_equal(out.numpy(), np.argwhere(x))
+  for size, fill in ((count + 3, 0), (count + 1, -1), (max(count - 2, 0), 5)):
+    out = Tensor(x).nonzero(size=size, fill_value=fill)
+    assert out.shape == (size, len(shape))
+    np.testing.assert_array_equal(out.numpy(), np_first_n(np.argwhere(x), size, fill))
+
+def test_nonzero_0d():
+  assert Tensor(3.0).nonzero().shape == (1, 0) and Tensor(0.0).nonzero().shape == (0, 0)
+  assert Tensor(3.0).nonzero(size=2).shape == (2, 0)
+
 @pytest.mark.parametrize("diagonal", [-1, 0, 2])
 def test_tril_triu(diagonal):
   check_op(lambda a: a.tril(diagonal), lambda a: np.tril(a, diagonal), [(4, 5)])
@@ -284,6 +399,17 @@ def test_diagonal():
   check_op(lambda a: a.diagonal(-2), lambda a: np.diagonal(a, -2), [(4, 3)])
   check_op(lambda a: a.diagonal(0, 1, 2), lambda a: np.diagonal(a, 0, 1, 2), [(2, 3, 4)])
   check_op(lambda a: a.diagonal(1, -1, 0), lambda a: np.diagonal(a, 1, -1, 0), [(3, 2, 4)])
+  check_op(lambda a: a.diagonal(-1, 2, 0), lambda a: np.diagonal(a, -1, 2, 0), [(3, 2, 4)])
+  check_op(lambda a: a.diagonal(-3, 0, 2), lambda a: np.diagonal(a, -3, 0, 2), [(4, 2, 3)])
+  check_op(lambda a: a.diagonal(2, 1, -1), lambda a: np.diagonal(a, 2, 1, -1), [(2, 3, 4, 2)])
+
+@pytest.mark.parametrize("offset", [-5, -4, 4, 7])
+def test_diagonal_past_the_edge_is_empty(offset):
+  a = np.zeros((4, 4, 2), np.float32)
+  assert Tensor(a).diagonal(offset).shape == np.diagonal(a, offset).shape == (2, 0)
+
+def test_diagonal_same_dims_raises():
+  with pytest.raises(RuntimeError): Tensor.zeros(3, 3).diagonal(0, 1, -1)
 
 def test_diag():
   check_op(lambda a: a.diag(), lambda a: np.diag(a), [(4,)])
@@ -338,13 +464,15 @@ def test_index_two_tensors_non_adjacent():
   assert out.shape == (2, 3, 4)
 
 def test_index_int_with_tensor():
-  # an int next to an index tensor is an advanced index too (numpy): int and tensor separated by a slice
+  # ints select first, as in PyTorch and tinygrad: a[1, :, i] is a[1][:, i] (numpy would put i's dim first, giving (3, 4))
   a = np.random.default_rng(5).uniform(-2, 2, (3, 4, 5))
   i = np.array([4, 0, 2])
-  out = check_op(lambda a, i: a[1, :, i], lambda a, i: a[1, :, i], inputs=[a, i])
-  assert out.shape == (3, 4)
-  out = check_op(lambda a, i: a[:, 2, i], lambda a, i: a[:, 2, i], inputs=[a, i])
+  out = check_op(lambda a, i: a[1, :, i], lambda a, i: a[1][:, i], inputs=[a, i])
+  assert out.shape == (4, 3)
+  out = check_op(lambda a, i: a[:, 2, i], lambda a, i: a[:, 2][:, i], inputs=[a, i])
   assert out.shape == (3, 3)
+  out = check_op(lambda a, i: a[i, :, -1], lambda a, i: a[:, :, -1][i], inputs=[a, np.array([2, 0])])
+  assert out.shape == (2, 4)
 
 def test_index_tensor_with_slices_and_none():
   a = np.random.default_rng(6).uniform(-2, 2, (4, 5, 3))
@@ -449,6 +577,15 @@ def test_torch_scatter_reduce():
       ref = torch.tensor(x).scatter_reduce(0, torch.tensor(SCATTER_INDEX), torch.tensor(src), reduce, include_self=include_self).numpy()
       np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{reduce} include_self={include_self}")
 
+def test_scatter_gather_errors_are_pytorchs_types():
+  x, i = Tensor.zeros(3, 4), idx([[0, 1], [2, 0]])
+  with pytest.raises(RuntimeError, match="'max'"): x.scatter(1, i, 1.0, reduce="max")
+  with pytest.raises(RuntimeError, match="'add'"): x.scatter_reduce(1, i, Tensor.ones(2, 2), "add")
+  with pytest.raises(RuntimeError): x.scatter(1, idx([0, 1]), 1.0)
+  with pytest.raises(RuntimeError): x.scatter(1, Tensor.zeros(2, 2), 1.0)
+  with pytest.raises(RuntimeError): x.gather(1, idx([[0, 1, 2, 3, 0]] * 4))
+  with pytest.raises(RuntimeError): x.gather(1, Tensor.zeros(2, 2))
+
 # ---------------- single elements of padded regions (a 0-d view must keep 'nothing valid') ----------------
 def test_single_element_of_padding_reads_the_pad_value():
   assert (Tensor([1., 2.]).cat(Tensor([3.]))[-1] * 1).item() == 3.0
@@ -476,3 +613,126 @@ def test_index_assignment_out_of_range_raises_and_changes_nothing():
   with pytest.raises(IndexError, match="dimension 1 with size 3"): m[:, Tensor([3])] = 1.0
   m[[0, 1], [-1, 0]] = 2.0
   np.testing.assert_array_equal(m.numpy(), [[0, 0, 2], [2, 0, 0]])
+
+# ---------------- [] with every kind of index mixed, against a numpy reference of PyTorch's rule ----------------
+# ints and slices apply first, then the advanced indices (lists, tuples, arrays, integer tensors, bool masks) broadcast
+# together and their dims stay in place when adjacent in what is left, else move to the front
+
+def is_mask(k) -> bool: return isinstance(k, np.ndarray) and k.dtype == np.bool_
+
+def torch_order_reference(a: np.ndarray, key: tuple) -> np.ndarray:
+  """a[key] as PyTorch reads it, in two numpy steps: the basic indices alone, then the advanced ones on what is left
+  (numpy alone differs when an int sits apart from the arrays: it counts the int as an advanced index)."""
+  key = [np.asarray(k) if isinstance(k, (list, tuple)) else k for k in key]
+  used = sum(k.ndim if is_mask(k) else 1 for k in key if k is not None and k is not Ellipsis)
+  at = next((n for n, k in enumerate(key) if k is Ellipsis), len(key))
+  key = key[:at] + [slice(None)] * (a.ndim - used) + key[at + 1:]
+  if not any(isinstance(k, np.ndarray) for k in key): return a[tuple(key)]
+  basic = [s for k in key for s in ([slice(None)] * (k.ndim if is_mask(k) else 1) if isinstance(k, np.ndarray) else [k])]
+  rest = [k if isinstance(k, np.ndarray) else slice(None) for k in key if not isinstance(k, int)]
+  return a[tuple(basic)][tuple(rest)]
+
+@st.composite
+def index_case(draw):
+  """(shape, key, the key with numpy arrays for the tensors): every dim gets one index kind, advanced indices share a
+  broadcast shape, Nones go anywhere, a run of full slices may become an Ellipsis, trailing entries may be left out."""
+  shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+  bshape = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
+  entries, dim, masked = [], 0, False
+  while dim < len(shape):
+    kind = draw(st.sampled_from(["int", "slice", "full", "list", "tuple", "array", "tensor", "mask"]))
+    n = shape[dim]
+    if kind == "int": entries.append(draw(st.integers(-n, n - 1)))
+    elif kind == "full": entries.append(slice(None))
+    elif kind == "slice":
+      entries.append(slice(draw(st.one_of(st.none(), st.integers(-n - 1, n + 1))), draw(st.one_of(st.none(), st.integers(-n - 1, n + 1))),
+                           draw(st.sampled_from([None, 1, 2, 3, -1, -2]))))
+    elif kind == "mask":
+      if masked: continue
+      part = shape[dim:dim + draw(st.integers(1, min(2, len(shape) - dim)))]
+      entries.append(np.array(draw(st.lists(st.booleans(), min_size=int(np.prod(part)), max_size=int(np.prod(part))))).reshape(part))
+      masked, dim = True, dim + len(part)
+      continue
+    else:
+      sub = tuple(1 if draw(st.booleans()) else s for s in bshape[len(bshape) - draw(st.integers(0, len(bshape))):])
+      values = np.array(draw(st.lists(st.integers(-n, n - 1), min_size=int(np.prod(sub)), max_size=int(np.prod(sub))))).reshape(sub)
+      if kind == "tuple" and values.ndim != 1: kind = "list"
+      entries.append(values.tolist() if kind == "list" else tuple(values.tolist()) if kind == "tuple" else values if kind == "array" else ("tensor", values))
+    dim += 1
+  for _ in range(draw(st.integers(0, 2))): entries.insert(draw(st.integers(0, len(entries))), None)
+  if draw(st.booleans()):
+    full = [n for n, e in enumerate(entries) if isinstance(e, slice) and e == slice(None)]
+    lo = draw(st.sampled_from(full)) if full else draw(st.integers(0, len(entries)))
+    hi = lo
+    while hi < len(entries) and isinstance(entries[hi], slice) and entries[hi] == slice(None) and draw(st.booleans()): hi += 1
+    entries[lo:hi] = [Ellipsis]
+  elif entries and draw(st.booleans()):
+    while entries and isinstance(entries[-1], slice) and entries[-1] == slice(None): entries.pop()
+  np_key = tuple(e[1] if isinstance(e, tuple) and e and isinstance(e[0], str) else e for e in entries)
+  tg_key = tuple(Tensor(e[1].astype(np.int32)) if isinstance(e, tuple) and e and isinstance(e[0], str) else e for e in entries)
+  return shape, tg_key, np_key
+
+def broadcasts(a: np.ndarray, key: tuple) -> bool:
+  try: torch_order_reference(a, key)
+  except IndexError: return False
+  return True
+
+@settings(max_examples=300, deadline=None)
+@given(index_case())
+def test_getitem_matches_pytorch_order(case):
+  shape, tg_key, np_key = case
+  a = np.arange(1, int(np.prod(shape)) + 1, dtype=np.float32).reshape(shape)   # distinct nonzero values: a wrong read shows
+  if not broadcasts(a, np_key):  # advanced indices that don't broadcast (a mask's count against other arrays)
+    with pytest.raises(IndexError): Tensor(a)[tg_key]
+    return
+  ref = torch_order_reference(a, np_key)
+  got = Tensor(a)[tg_key]
+  assert got.shape == ref.shape, f"{np_key}: shape {got.shape} != {ref.shape}"
+  np.testing.assert_array_equal(got.numpy(), ref, err_msg=str(np_key))
+
+def test_reference_is_numpy_without_ints_among_arrays():
+  # the reference agrees with numpy whenever numpy and PyTorch agree, and differs where they are known to differ
+  a = np.arange(120.0).reshape(2, 3, 4, 5)
+  i, j = np.array([1, 0]), np.array([[2], [0]])
+  for key in [(i, slice(None), j), (slice(None), i, j), (i, None, i), (Ellipsis, i, slice(1, 3), j), (0, i, j), (i, 0, j), (slice(None), i, 0)]:
+    np.testing.assert_array_equal(torch_order_reference(a, key), a[key])
+  assert torch_order_reference(a, (0, slice(None), i)).shape == (3, 2, 5) and a[0, :, i].shape == (2, 3, 5)
+  assert torch_order_reference(a, (slice(None), i, slice(None), 0)).shape == (2, 2, 4) and a[:, i, :, 0].shape == (2, 2, 4)
+  np.testing.assert_array_equal(torch_order_reference(a, (slice(None), i, slice(None), 0)), a[:, i, :, 0].transpose(1, 0, 2))
+
+def test_getitem_hand_computed():
+  a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  t = Tensor(a)
+  np.testing.assert_array_equal(t[(1, 0), ].numpy(), a[[1, 0]])                  # a tuple inside the index is a list of indices
+  np.testing.assert_array_equal(t[(1, 0)].numpy(), a[1, 0])                      # the index tuple itself is one index per dim
+  np.testing.assert_array_equal(t[[[0], [1]], :, [3, 0]].numpy(), [[[3, 7, 11], [0, 4, 8]], [[15, 19, 23], [12, 16, 20]]])
+  np.testing.assert_array_equal(t[0, :, [3, 0]].numpy(), [[3, 0], [7, 4], [11, 8]])  # PyTorch: the int goes first (numpy: transposed)
+  np.testing.assert_array_equal(t[[1], 2, 1:].numpy(), [[21, 22, 23]])
+  np.testing.assert_array_equal(t[[True, False], ..., [1, 2]].numpy(), [[1, 5, 9], [2, 6, 10]])   # separated: to the front
+  assert t[[]].shape == (0, 3, 4) and t[:, []].shape == (2, 0, 4)
+
+def test_getitem_gradient_mixed():
+  # repeated picks across a list, a tensor and an int: each element's gradient is the sum of its uses
+  rng = np.random.default_rng(0)
+  check_op(lambda a, i: a[[1, 1, 0], :, i], lambda a, i: torch_order_reference(a, ([1, 1, 0], slice(None), i)),
+           inputs=[rng.uniform(-2, 2, (2, 3, 4)), np.array([[3], [0], [3]])])
+  check_op(lambda a, i: a[1, i, None, ::-1], lambda a, i: torch_order_reference(a, (1, i, None, slice(None, None, -1))),
+           inputs=[rng.uniform(-2, 2, (2, 3, 4)), np.array([2, 2, -1])])
+  check_op(lambda a: a[..., (0, 3, 0)], lambda a: a[..., [0, 3, 0]], [(2, 4)])
+
+def test_getitem_errors_are_index_errors():
+  t = Tensor(np.zeros((3, 4), np.float32))
+  with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"): t[[0, 3]]
+  with pytest.raises(IndexError, match="index -5"): t[:, (1, -5)]
+  with pytest.raises(IndexError, match="index 4"): t[np.array([[4]])]
+  with pytest.raises(IndexError, match="index 9"): t[0, [9]]
+  with pytest.raises(IndexError): t[[0, 1], [0, 1, 2]]                          # don't broadcast
+  with pytest.raises(IndexError): t[np.ones(4, bool)]                           # mask of the wrong size
+  with pytest.raises(IndexError): t[Tensor(np.ones((3, 2), bool))]
+  with pytest.raises(IndexError): t[[0.5]]
+  with pytest.raises(IndexError): t[[0], [1], [2]]
+
+def test_out_of_range_index_tensor_reads_zero():
+  # index tensors are not read back to check them (tinygrad): their out-of-range values select 0
+  a = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+  np.testing.assert_array_equal(Tensor(a)[Tensor(np.array([2, 3, -1], np.int32))].numpy(), [a[2], np.zeros(4), a[2]])

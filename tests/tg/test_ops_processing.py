@@ -34,6 +34,19 @@ def test_matmul_mismatch_raises():
 def test_einsum(formula, shapes):
   check_op(lambda *ts: Tensor.einsum(formula, *ts), lambda *xs: np.einsum(formula, *xs), shapes)
 
+def test_einsum_operands_as_a_list():
+  check_op(lambda a, b: Tensor.einsum("ij,jk->ik", [a, b]), lambda a, b: a @ b, [(2, 3), (3, 4)])
+  check_op(lambda a, b, c: Tensor.einsum("i,ij,j->", (a, b, c)), lambda a, b, c: np.einsum("i,ij,j->", a, b, c), [(2,), (2, 3), (3,)])
+  check_op(lambda a: Tensor.einsum("ii", [a]), lambda a: np.trace(a), [(3, 3)])
+
+def test_einsum_errors_are_runtime_errors():
+  # PyTorch raises RuntimeError for a formula that doesn't fit its operands
+  a, b = Tensor.zeros(2, 3), Tensor.zeros(3, 4)
+  with pytest.raises(RuntimeError, match="2 operands, got 1"): Tensor.einsum("ij,jk->ik", a)
+  with pytest.raises(RuntimeError, match="1 operands, got 2"): Tensor.einsum("ij->ji", [a, b])
+  with pytest.raises(RuntimeError): Tensor.einsum("ijk,jk->i", a, b)
+  with pytest.raises(RuntimeError): Tensor.einsum("ij,ij->i", a, b)
+
 def test_linear():
   check_op(lambda x, w, b: x.linear(w, b), lambda x, w, b: x @ w + b, [(2, 4), (4, 3), (3,)])
   check_op(lambda x, w: x.linear(w), lambda x, w: x @ w, [(2, 2, 4), (4, 3)])
@@ -81,8 +94,19 @@ def test_conv2d_depthwise():
   check_op(lambda x, w: x.conv2d(w, groups=3, stride=2, padding=(1, 0)), lambda x, w: np_conv(x, w, groups=3, stride=2, padding=(1, 0)),
            [(2, 3, 5, 4), (6, 1, 3, 2)], rtol=1e-4, atol=1e-5)
 
-def test_conv2d_channel_mismatch_raises():
-  with pytest.raises(ValueError): Tensor.zeros(1, 3, 4, 4).conv2d(Tensor.zeros(2, 2, 3, 3))
+def test_conv_shape_errors_are_runtime_errors():
+  # PyTorch raises RuntimeError for every one of these
+  x = Tensor.zeros(1, 3, 4, 4)
+  with pytest.raises(RuntimeError, match="channels"): x.conv2d(Tensor.zeros(2, 2, 3, 3))
+  with pytest.raises(RuntimeError): x.conv2d(Tensor.zeros(4, 3, 3, 3), groups=2)
+  with pytest.raises(RuntimeError): Tensor.zeros(3, 4, 4).conv2d(Tensor.zeros(2, 3, 3, 3))
+  with pytest.raises(RuntimeError): x.conv2d(Tensor.zeros(3, 3))
+  with pytest.raises(RuntimeError, match="larger than input"): x.conv2d(Tensor.zeros(2, 3, 5, 3))
+  with pytest.raises(RuntimeError): x.conv2d(Tensor.zeros(2, 3, 3, 3), padding="same", stride=2)
+  with pytest.raises(RuntimeError): x.conv2d(Tensor.zeros(2, 3, 3, 3), padding="valid-ish")
+  with pytest.raises(RuntimeError): x.conv_transpose2d(Tensor.zeros(2, 3, 3, 3))
+  with pytest.raises(RuntimeError): x.max_pool2d(5)
+  with pytest.raises(RuntimeError, match="half"): x.max_pool2d(2, padding=2)
 
 def test_conv1d():
   check_op(lambda x, w, b: x.conv1d(w, b, stride=2, padding=1, dilation=2), lambda x, w, b: np_conv(x, w, b, stride=2, padding=1, dilation=2),
@@ -192,6 +216,65 @@ def test_max_pool2d_return_indices(kw):
 def test_max_pool1d():
   check_op(lambda x: x.max_pool1d(3, stride=2, padding=1), lambda x: np_pool(x, (3,), 2, padding=1)[0], [(2, 3, 8)])
 
+def test_max_pool2d_indices_ties_and_gradient():
+  # torch's indices: the flat position in each input plane of the first maximum met in the window (row-major)
+  x = np.array([[[[1, 3, 3, 0], [3, 2, 0, 0], [5, 5, 1, 1], [5, 4, 1, 1]]]], np.float32)
+  vals, inds = Tensor(x).max_pool2d(2, return_indices=True)
+  np.testing.assert_array_equal(vals.numpy(), [[[[3, 3], [5, 1]]]])
+  np.testing.assert_array_equal(inds.numpy(), [[[[1, 2], [8, 10]]]])
+  assert inds.dtype == Tensor(np.zeros(1, np.int64)).dtype
+  # a NaN is the maximum, and PyTorch's scan keeps the last NaN it meets
+  x[0, 0, 0, 1], x[0, 0, 1, 0], x[0, 0, 3, 3] = np.nan, np.nan, np.nan
+  vals, inds = Tensor(x).max_pool2d(2, return_indices=True)
+  np.testing.assert_array_equal(vals.numpy(), [[[[np.nan, 3], [5, np.nan]]]])
+  np.testing.assert_array_equal(inds.numpy(), [[[[4, 2], [8, 15]]]])
+  check_op(lambda x: x.max_pool2d((3, 2), stride=(2, 1), padding=1, return_indices=True)[0],
+           lambda x: np_pool(x, (3, 2), (2, 1), padding=1)[0], [(2, 2, 5, 4)])
+
+def np_max_unpool(x, idx, out_spatial):
+  """torch.nn.functional.max_unpoolNd: value x[..., i] goes to the flat position idx[..., i] of its output plane, in order
+  (a later value for the same place replaces the earlier one)."""
+  lead = x.shape[:-len(out_spatial)]
+  out = np.zeros(lead + (int(np.prod(out_spatial)),))
+  for l in np.ndindex(*lead):
+    for v, i in zip(x[l].reshape(-1), idx[l].reshape(-1)): out[l + (i,)] = v
+  return out.reshape(lead + tuple(out_spatial))
+
+@pytest.mark.parametrize("kw,default", [(dict(kernel_size=(2, 2)), (6, 8)), (dict(kernel_size=(3, 3), stride=2, padding=1), (5, 7)),
+                                        (dict(kernel_size=(2, 3), stride=(2, 1), padding=(1, 1)), (6, 8)), (dict(kernel_size=(3, 3), stride=1), (6, 8))])
+def test_max_unpool2d(kw, default):
+  # indices from max_pool2d (overlapping windows repeat some), then values and gradient of the unpooling into the input's size
+  x = np.random.default_rng(2).uniform(-2, 2, (2, 2, 6, 8)).astype(np.float32)
+  vals, inds = Tensor(x).max_pool2d(**kw, return_indices=True)
+  pooled, idx = vals.numpy(), inds.numpy()
+  ref_kw = {k: v for k, v in kw.items() if k != "kernel_size"}
+  np.testing.assert_array_equal(idx, np_pool(x.astype(np.float64), kw["kernel_size"], **ref_kw)[1])
+  assert Tensor(pooled).max_unpool2d(Tensor(idx), **kw).shape == (2, 2, *default)  # PyTorch's (in - 1) * stride - 2 * pad + kernel
+  out = check_op(lambda v, i: v.max_unpool2d(i, **kw, output_size=x.shape), lambda v, i: np_max_unpool(v, i, x.shape[-2:]), inputs=[pooled, idx])
+  # every maximum is back where max_pool2d found it
+  np.testing.assert_array_equal(np.where(out.numpy() != 0, x, 0), out.numpy())
+
+def test_max_unpool2d_later_value_wins_and_output_size():
+  v = np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32)
+  i = np.array([[[[0, 5], [5, 15]]]])  # 2.0 and 3.0 both go to position 5: the later (3.0) stays, as in PyTorch
+  np.testing.assert_array_equal(Tensor(v).max_unpool2d(Tensor(i)).numpy(), np_max_unpool(v, i, (4, 4)))
+  assert Tensor(v).max_unpool2d(Tensor(i)).numpy()[0, 0, 1, 1] == 3.0
+  # output_size within a stride of the default (4, 4), spatial or with the leading dims
+  for size in ((5, 5), (1, 1, 5, 4), (3, 5)):
+    check_op(lambda v, i: v.max_unpool2d(i, output_size=size), lambda v, i: np_max_unpool(v, i, size[-2:]), inputs=[v, i % 9])
+  with pytest.raises(ValueError): Tensor(v).max_unpool2d(Tensor(i), output_size=(6, 4))
+  with pytest.raises(ValueError): Tensor(v).max_unpool2d(Tensor(i), output_size=(1, 4, 4))
+  with pytest.raises(RuntimeError): Tensor(v).max_unpool2d(Tensor(i[..., :1]))
+
+def test_max_unpool1d_and_3d_like_tinygrad():
+  # any number of spatial dims, from len(kernel_size)
+  x = np.random.default_rng(3).uniform(-2, 2, (2, 3, 8)).astype(np.float32)
+  vals, inds = Tensor(x).max_pool2d((2,), return_indices=True)
+  check_op(lambda v, i: v.max_unpool2d(i, (2,)), lambda v, i: np_max_unpool(v, i, (8,)), inputs=[vals.numpy(), inds.numpy()])
+  x = np.random.default_rng(4).uniform(-2, 2, (1, 1, 4, 4, 4)).astype(np.float32)
+  vals, inds = Tensor(x).max_pool2d((2, 2, 2), return_indices=True)
+  check_op(lambda v, i: v.max_unpool2d(i, (2, 2, 2)), lambda v, i: np_max_unpool(v, i, (4, 4, 4)), inputs=[vals.numpy(), inds.numpy()])
+
 AVGPOOL_CASES = [dict(kernel_size=(2, 2)), dict(kernel_size=(3, 3), stride=2, padding=1), dict(kernel_size=(3, 3), stride=2, padding=1, ceil_mode=True),
                  dict(kernel_size=(2, 3), stride=(2, 1), padding=(1, 1), ceil_mode=True), dict(kernel_size=(3, 3), stride=3, ceil_mode=True),
                  dict(kernel_size=(3, 2), stride=2, padding=(1, 0))]
@@ -245,8 +328,50 @@ def test_interpolate_2d(mode, align_corners, size_in, size_out):
   check_op(lambda x: x.interpolate(size_out, mode=mode, align_corners=align_corners),
            lambda x: np_interpolate(x, size_out, mode, align_corners), [(1, 2, *size_in)])
 
-def test_interpolate_bad_mode_raises():
-  with pytest.raises(ValueError): Tensor.zeros(1, 1, 4).interpolate((8,), mode="cubic")
+def np_bilinear(x, size, align_corners):
+  """torch.nn.functional.interpolate(mode="bilinear") pixel by pixel, from PyTorch's documented source-coordinate
+  mapping: align_corners maps the corner pixels onto each other (src = dst * (in - 1) / (out - 1)), otherwise pixel
+  centres ((dst + 0.5) * in / out - 0.5, clamped at 0); a source point blends its 4 neighbours (the far one clamped)."""
+  (h, w), (oh, ow) = x.shape[-2:], size
+  def source(dst, n_in, n_out):
+    if align_corners: src = dst * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else: src = max((dst + 0.5) * n_in / n_out - 0.5, 0.0)
+    lo = min(int(math.floor(src)), n_in - 1)
+    return lo, min(lo + 1, n_in - 1), src - lo
+  out = np.zeros(x.shape[:-2] + (oh, ow))
+  for oy in range(oh):
+    y0, y1, fy = source(oy, h, oh)
+    for ox in range(ow):
+      x0, x1, fx = source(ox, w, ow)
+      out[..., oy, ox] = ((1 - fy) * ((1 - fx) * x[..., y0, x0] + fx * x[..., y0, x1]) + fy * ((1 - fx) * x[..., y1, x0] + fx * x[..., y1, x1]))
+  return out
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size_in,size_out", [((3, 4), (5, 7)), ((5, 6), (2, 4)), ((4, 3), (4, 6)), ((2, 2), (1, 3)), ((1, 3), (4, 1))])
+def test_interpolate_bilinear(align_corners, size_in, size_out):
+  check_op(lambda x: x.interpolate(size_out, mode="bilinear", align_corners=align_corners),
+           lambda x: np_bilinear(x, size_out, align_corners), [(2, 2, *size_in)])
+
+def test_interpolate_bilinear_hand_computed():
+  x = Tensor(np.array([[[[0.0, 1.0], [2.0, 3.0]]]], np.float32))
+  # align_corners: the corners stay, the middle is the average of its neighbours
+  np.testing.assert_allclose(x.interpolate((3, 3), mode="bilinear", align_corners=True).numpy()[0, 0], [[0, 0.5, 1], [1, 1.5, 2], [2, 2.5, 3]])
+  # pixel centres: outputs at source 0 (clamped from -0.25), 0.25, 0.75 and 1 (1.25 blends the last pixel with itself)
+  np.testing.assert_allclose(x.interpolate((1, 4), mode="bilinear").numpy()[0, 0], [[1.0, 1.25, 1.75, 2.0]])
+  np.testing.assert_allclose(x.interpolate((2, 4), mode="bilinear").numpy()[0, 0], [[0, 0.25, 0.75, 1], [2, 2.25, 2.75, 3]])
+
+def test_interpolate_trilinear_is_linear_on_3_dims():
+  x = np.random.default_rng(9).uniform(-2, 2, (1, 1, 2, 3, 4)).astype(np.float32)
+  for ac in (False, True):
+    np.testing.assert_allclose(Tensor(x).interpolate((3, 2, 5), mode="trilinear", align_corners=ac).numpy(),
+                               np_interpolate(x.astype(np.float64), (3, 2, 5), "linear", ac), rtol=1e-5, atol=1e-6)
+
+def test_interpolate_errors_are_pytorchs_types():
+  x = Tensor.zeros(1, 1, 4, 4)
+  with pytest.raises(NotImplementedError): x.interpolate((8, 8), mode="cubic")
+  with pytest.raises(NotImplementedError): x.interpolate((8,), mode="bilinear")
+  with pytest.raises(NotImplementedError): x.interpolate((8, 8), mode="trilinear")
+  with pytest.raises(ValueError): x.interpolate((8, 8), mode="nearest", align_corners=True)
 
 # ---------------- normalization ----------------
 def np_layernorm(x, axis, eps):
@@ -309,6 +434,20 @@ def test_sdpa_float_mask():
 def test_sdpa_causal():
   check_op(lambda q, k, v: q.scaled_dot_product_attention(k, v, is_causal=True), lambda q, k, v: np_sdpa(q, k, v, is_causal=True),
            [(2, 2, 4, 3), (2, 2, 4, 3), (2, 2, 4, 3)], rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("hq,hk", [(4, 2), (6, 1), (3, 3)])
+def test_sdpa_grouped_query_attention(hq, hk):
+  # PyTorch's enable_gqa: key/value head j serves query heads j*g .. j*g+g-1 (g = hq // hk), i.e. heads repeated in place
+  g = hq // hk
+  ref = lambda q, k, v, **kw: np_sdpa(q, np.repeat(k, g, axis=-3), np.repeat(v, g, axis=-3), **kw)
+  check_op(lambda q, k, v: q.scaled_dot_product_attention(k, v, enable_gqa=True), ref, [(2, hq, 3, 4), (2, hk, 5, 4), (2, hk, 5, 2)], rtol=1e-5, atol=1e-5)
+  check_op(lambda q, k, v: q.scaled_dot_product_attention(k, v, is_causal=True, enable_gqa=True), lambda q, k, v: ref(q, k, v, is_causal=True),
+           [(hq, 4, 3), (hk, 4, 3), (hk, 4, 3)], rtol=1e-5, atol=1e-5)
+
+def test_sdpa_errors():
+  q, k = Tensor.zeros(1, 4, 3, 2), Tensor.zeros(1, 3, 3, 2)
+  with pytest.raises(RuntimeError, match="multiple"): q.scaled_dot_product_attention(k, k, enable_gqa=True)
+  with pytest.raises(RuntimeError): q.scaled_dot_product_attention(q, q, attn_mask=Tensor.ones(3, 3, dtype="bool"), is_causal=True)
 
 # ---------------- dropout ----------------
 def test_dropout_identity_outside_training():
