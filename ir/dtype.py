@@ -25,6 +25,14 @@ class DType:
     assert self.count == 1, f"can't vectorize {self}"
     return self if n == 1 else DType(self.priority, self.itemsize * n, f"{self.name}{n}", None, n)
   def ptr(self, size: int = -1, local: bool = False) -> PtrDType: return PtrDType(self.priority, 8, f"{self.name}*", None, 1, self, size, local)
+  @property
+  def min(self):
+    """The smallest value: -2**(bits-1) or 0 for ints, False for bool, -inf for every float (as tinygrad, not PyTorch's finfo.min)."""
+    return dtype_min(self)
+  @property
+  def max(self):
+    """The largest value: 2**(bits-1)-1 or 2**bits-1 for ints, True for bool, inf for every float."""
+    return dtype_max(self)
 
 @dataclass(frozen=True, eq=True)
 class PtrDType(DType):
@@ -118,9 +126,11 @@ def least_upper_dtype(*ts: DType) -> DType:
 def least_upper_float(t: DType) -> DType: return t if dtypes.is_float(t) else least_upper_dtype(t, dtypes.default_float)
 
 def dtype_min(t: DType):
+  t = t.scalar  # a vector's lanes have the range of its scalar
   if dtypes.is_int(t): return 0 if dtypes.is_unsigned(t) else -2**(8*t.itemsize-1)
   return False if t == dtypes.bool else -math.inf
 def dtype_max(t: DType):
+  t = t.scalar
   if dtypes.is_int(t): return 2**(8*t.itemsize) - 1 if dtypes.is_unsigned(t) else 2**(8*t.itemsize-1) - 1
   return True if t == dtypes.bool else math.inf
 

@@ -14,7 +14,8 @@ if TYPE_CHECKING: from tg.tensor import Tensor
 def _shape(shape: tuple) -> tuple[int, ...]:
   """`f(2, 3)` and `f((2, 3))` both mean shape (2, 3)."""
   out = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-  if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in out): raise ValueError(f"invalid shape {out}")
+  if not all(isinstance(s, int) and not isinstance(s, bool) for s in out): raise TypeError(f"a shape is a tuple of ints, got {out}")
+  if any(s < 0 for s in out): raise RuntimeError(f"negative dimension in shape {out}")  # PyTorch's type
   return out
 
 def _device(device: str | None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
@@ -66,17 +67,25 @@ class CreationMixin:
 
   @classmethod
   def arange(cls, start, stop=None, step=1, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-    """start, start+step, ... up to (not including) stop; a single argument is the stop."""
+    """start, start+step, ... up to (not including) stop; a single argument is the stop. As tinygrad: the dtype is the
+    default float if start, stop or step is a float, else the default int (int64 when the values need it), and values
+    an integer dtype can't hold raise OverflowError; a step pointing away from stop gives an empty tensor (PyTorch raises)."""
     if stop is None: start, stop = 0, start
-    if step == 0: raise ValueError("arange step must be non-zero")
-    dt = to_dtype(dtype) if dtype is not None else dtypes.from_py([start, stop, step])
-    n = max(math.ceil((stop - start) / step), 0)
+    if step == 0: raise RuntimeError("arange step must be non-zero")
+    n = max(ceildiv(stop - start, step) if all(isinstance(v, int) for v in (start, stop, step)) else math.ceil((stop - start) / step), 0)  # exact for ints, numpy's for floats
+    last = start + (n - 1) * step if n else start
+    if dtype is not None: dt = to_dtype(dtype)
+    else: dt = dtypes.default_float if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.from_py([start, last])
+    if n: check_fits(start, dt), check_fits(last, dt)
     idx = cls(UOp(Ops.ARANGE, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=_device(device)),), n))
-    return (idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)
+    if (start, step) == (0, 1): return idx.cast(dt)
+    wide = dtypes.int64 if dtypes.is_int(dt) else dt  # a step of -1 in uint8, or a start past int32, still computes
+    return (idx.cast(wide) * step + start).cast(dt)
 
   @classmethod
   def linspace(cls, start: float, stop: float, steps: int, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-    if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
+    """`steps` evenly spaced values from start to stop, both included; the default float unless dtype is given."""
+    if steps < 0: raise RuntimeError(f"linspace needs steps >= 0, got {steps}")
     dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if steps == 1: return cls.full((1,), start, dtype=dt, device=device)
     step = (stop - start) / max(steps - 1, 1)
@@ -84,7 +93,7 @@ class CreationMixin:
 
   @classmethod
   def eye(cls, n: int, m: int | None = None, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-    if n < 0 or (m is not None and m < 0): raise ValueError(f"eye needs sizes >= 0, got {n}, {m}")
+    if n < 0 or (m is not None and m < 0): raise RuntimeError(f"eye needs sizes >= 0, got {n}, {m}")
     rows, cols = cls.arange(n, device=device).reshape(n, 1), cls.arange(n if m is None else m, device=device).reshape(1, -1)
     return (rows == cols).cast(to_dtype(dtype) if dtype is not None else dtypes.default_float)
 
@@ -117,7 +126,7 @@ class CreationMixin:
   def rand(cls, *shape, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
     """Uniform in [0, 1)."""
     shape, dt = _shape(shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if not dtypes.is_float(dt): raise TypeError(f"rand makes floating point numbers, not {dt}")
+    if not dtypes.is_float(dt): raise RuntimeError(f"rand makes floating point numbers, not {dt}")
     mantissa = {dtypes.float16: 11, dtypes.bfloat16: 8, dtypes.float64: 32}.get(dt, 24)
     bits = cls.random_bits(prod(shape), device)
     wide = dtypes.float64 if dt == dtypes.float64 else dtypes.float32
@@ -142,7 +151,7 @@ class CreationMixin:
     return (cls.randn(*shape, **kw) * std + mean).requires_grad_(rg)
   @classmethod
   def randint(cls, *shape, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str = dtypes.int32) -> Tensor:
-    if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
+    if high <= low: raise RuntimeError(f"randint needs low < high, got [{low}, {high})")
     dt = to_dtype(dtype)
     return (cls.rand(*shape, device=device, dtype=dtypes.float64) * (high - low)).cast(dtypes.int64).cast(dt) + low
   @classmethod

@@ -2,7 +2,8 @@
 activations. Everything is built from the primitive ALU ops of the IR."""
 from __future__ import annotations
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype
 from ir.ops import Ops
 from ir.uop import UOp
@@ -17,6 +18,25 @@ LOG2_E, LN_2 = 1 / math.log(2), math.log(2)
 def _by_zero_is_zero(quotient: Tensor, divisor: Tensor) -> Tensor:
   """Integer division and modulo by zero give 0 as in numpy (PyTorch raises, which would need the divisor read back)."""
   return (divisor == 0).where(0, quotient)
+
+@dataclass(frozen=True)
+class _TensorGrad:
+  """A GRAD_OVERRIDE rule written with Tensors: fn(g, out, *inputs) gives the gradients of the inputs."""
+  fn: Callable
+  def __call__(self, g: UOp, *src: UOp) -> tuple[UOp, ...]:
+    from tg.tensor import Tensor
+    return tuple(t.uop for t in self.fn(*(Tensor(u) for u in (g, *src))))
+
+def _with_grad(out: Tensor, fn: Callable, *inputs: Tensor) -> Tensor:
+  """`out`, whose gradient with respect to `inputs` is fn(g, out, *inputs) rather than that of the graph computing it."""
+  return out._new(UOp(Ops.GRAD_OVERRIDE, out.dtype, (out.uop, *(t.uop for t in inputs)), _TensorGrad(fn)), *inputs)
+
+def _pow_grad(g: Tensor, out: Tensor, base: Tensor, exp: Tensor) -> tuple[Tensor, Tensor]:
+  """PyTorch's: exp * base**(exp-1), 0 where exp == 0; out * log(base), 0 where base == 0 and exp >= 0."""
+  return (g * (exp == 0).where(0, exp * base.pow(exp - 1)), g * ((base == 0) & (exp >= 0)).where(0, out * base.log()))
+def _sigmoid_grad(g: Tensor, s: Tensor, x: Tensor) -> tuple[Tensor]: return (g * s * (1 - s),)
+def _tanh_grad(g: Tensor, t: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (1 - t * t),)
+def _erf_grad(g: Tensor, y: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
 
 class ElementwiseMixin:
   __slots__ = ()
@@ -35,7 +55,7 @@ class ElementwiseMixin:
     return a._new(a.uop.alu(op, b.uop), b)
   def _float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(least_upper_float(self.dtype))
   def _require(self, kind: str, ok: bool, what: str) -> None:
-    if not ok: raise TypeError(f"{what} is only defined for {kind} tensors, got {self.dtype}")
+    if not ok: raise RuntimeError(f"{what} is only defined for {kind} tensors, got {self.dtype}")  # PyTorch's type
 
   def cast(self, dtype: DType | str) -> Tensor:
     dt = to_dtype(dtype)
@@ -82,7 +102,7 @@ class ElementwiseMixin:
   def add(self, x, reverse: bool = False) -> Tensor:
     return self._binary(Ops.OR if self._result_is_bool(x) else Ops.ADD, x, reverse)
   def sub(self, x, reverse: bool = False) -> Tensor:
-    if self._result_is_bool(x): raise TypeError("subtraction of bool tensors is not defined; use logical_xor or ^")
+    if self._result_is_bool(x): raise RuntimeError("subtraction of bool tensors is not defined; use logical_xor or ^")
     return self._binary(Ops.SUB, x, reverse)
   def mul(self, x, reverse: bool = False) -> Tensor:
     return self._binary(Ops.AND if self._result_is_bool(x) else Ops.MUL, x, reverse)
@@ -94,7 +114,7 @@ class ElementwiseMixin:
     if rounding_mode == "trunc":
       return _by_zero_is_zero(a._new(a.uop.alu(Ops.IDIV, b.uop), b), b) if dtypes.is_int(a.dtype) else (a._float() / b._float()).trunc().cast(a.dtype)
     if rounding_mode == "floor": return a.floordiv(b)
-    if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if rounding_mode is not None: raise RuntimeError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     a, b = a._float(), b._float()
     return a._new(a.uop.alu(Ops.FDIV, b.uop), b)
   def floordiv(self, x, reverse: bool = False) -> Tensor:
@@ -118,23 +138,36 @@ class ElementwiseMixin:
   def neg(self) -> Tensor: return self.logical_not() if self.dtype == dtypes.bool else self._unary(Ops.NEG)
   def reciprocal(self) -> Tensor: return self._float()._unary(Ops.RECIP)
   def pow(self, x, reverse: bool = False) -> Tensor:
+    """Values as C's pow and np.power of two arrays (NaN for a negative base and a non-integer exponent, 0**0 = 1, 1**nan = 1,
+    (-1)**inf = 1, (-0.)**-1 = -inf, (-inf)**0.5 = inf where numpy's and PyTorch's sqrt shortcut for a scalar 0.5 give NaN);
+    gradients as PyTorch's formulas. Integers to integer powers stay integers
+    (to a negative power: 0 unless the base is 1 or -1, as PyTorch; a negative Python int exponent is refused as PyTorch)."""
     if not reverse and isinstance(x, (int, float)) and not isinstance(x, bool):
+      if isinstance(x, float) and not dtypes.is_float(self.dtype): return self._float().pow(x)  # a float exponent makes a float
+      if isinstance(x, int) and x < 0 and dtypes.is_int(self.dtype): raise RuntimeError("integers to negative integer powers are not allowed")
       if x == 0: return self.isfinite().where(self * 0 + 1, 1).cast(self.dtype)  # 1, still in the autograd graph
       if x == 1: return self
       if x == 2: return self * self
       if x == 3: return self * self * self
-      if x == 0.5 and dtypes.is_float(self.dtype): return self.sqrt()
-      if x == -1 and dtypes.is_float(self.dtype): return self.reciprocal()
-      if isinstance(x, int) and x > 0 and dtypes.is_int(self.dtype): return self._int_pow(x)
+      if x == -1: return self.reciprocal()
+      if isinstance(x, int) and dtypes.is_int(self.dtype): return self._int_pow(x)
     base, exp = self._broadcasted(x, reverse)
     if dtypes.is_int(base.dtype) and dtypes.is_int(exp.dtype):
-      return base.cast(dtypes.float64).pow(exp.cast(dtypes.float64)).round().cast(base.dtype)
+      out = base.cast(dtypes.float64).pow(exp.cast(dtypes.float64)).round()
+      return ((exp < 0) & (base == 0)).where(0, out).cast(base.dtype)  # 0 ** -n would be inf
     base, exp = base._float(), exp._float()
-    mag = (base.abs().log2() * exp).exp2()
-    is_int_exp = exp == exp.trunc()
-    odd = is_int_exp & ((exp.abs() % 2) == 1)
-    signed = (base < 0).where(is_int_exp.where(odd.where(-mag, mag), math.nan), mag)
-    return (exp == 0).where(1.0, signed)
+    if isinstance(x, float) and x == 0.5 and not reverse: out = (base == -math.inf).where(math.inf, base.sqrt())  # sqrt is exact; np.power(-inf, 0.5) is inf
+    else: out = base._real_pow(exp)
+    return _with_grad(out, _pow_grad, base, exp)
+  def _real_pow(self, exp: Tensor) -> Tensor:
+    """self ** exp for floats of one shape, by exp2(exp * log2|self|) and the sign rules of C's pow."""
+    mag = (self.abs().log2() * exp).exp2()
+    is_int = exp == exp.trunc()
+    odd = is_int & ((exp.abs() % 2) == 1)
+    sign_bit = (self < 0) | ((self == 0) & (self.reciprocal() < 0))  # -0. too: (-0.)**-1 is -inf
+    out = (sign_bit & odd).where(-mag, mag)
+    out = ((self < 0) & (self != -math.inf) & is_int.logical_not()).where(math.nan, out)
+    return ((exp == 0) | (self == 1) | ((self == -1) & exp.isinf())).where(1.0, out)
   def _int_pow(self, n: int) -> Tensor:
     out, sq = None, self
     while n:
@@ -162,11 +195,11 @@ class ElementwiseMixin:
     return x_t._new(cond.uop.alu(Ops.WHERE, x_t.uop, y_t.uop), y_t, cond)
   def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
   def clamp(self, min_=None, max_=None) -> Tensor:
-    if min_ is None and max_ is None: raise ValueError("clamp needs at least one of min_ and max_")
-    out = self
-    if min_ is not None: out = out.maximum(min_)
-    if max_ is not None: out = out.minimum(max_)
-    return out
+    """min(max(self, min_), max_) (max_ wins if min_ > max_; NaN stays NaN). The gradient passes where min_ <= self <= max_,
+    bounds included, as PyTorch; a tensor bound gets it where it was chosen."""
+    if min_ is None and max_ is None: raise RuntimeError("clamp needs at least one of min_ and max_")
+    out = self if min_ is None else (self < min_).where(min_, self)
+    return out if max_ is None else (out > max_).where(max_, out)
   clip = clamp
   def copysign(self, other) -> Tensor:
     a, b = self._float()._broadcasted(other)
@@ -212,12 +245,24 @@ class ElementwiseMixin:
   def bitwise_not(self) -> Tensor:
     self._require("integer or bool", dtypes.is_int(self.dtype) or self.dtype == dtypes.bool, "bitwise_not")
     return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ (2 ** (8 * self.dtype.itemsize) - 1)
-  def lshift(self, x) -> Tensor:
-    self._require("integer", dtypes.is_int(self.dtype), "<<")
-    return self._binary(Ops.SHL, x)
-  def rshift(self, x) -> Tensor:
-    self._require("integer", dtypes.is_int(self.dtype), ">>")
-    return self._binary(Ops.SHR, x)
+  def lshift(self, x, reverse: bool = False) -> Tensor:
+    """self << x on integers; a shift by a negative amount or by at least the bit width gives 0, as PyTorch."""
+    return self._shift(Ops.SHL, x, reverse)
+  def rshift(self, x, reverse: bool = False) -> Tensor:
+    """self >> x on integers (arithmetic for signed); a shift by a negative amount or by at least the bit width gives
+    the sign (-1 or 0), as PyTorch."""
+    return self._shift(Ops.SHR, x, reverse)
+  def _shift(self, op: Ops, x, reverse: bool) -> Tensor:
+    what = "<<" if op is Ops.SHL else ">>"
+    self._require("integer", dtypes.is_int(self.dtype), what)
+    value, amount = self._broadcasted(x, reverse)
+    value._require("integer", dtypes.is_int(value.dtype), what)
+    out = value._new(value.uop.alu(op, amount.uop), amount)
+    bits = 8 * value.dtype.itemsize
+    if isinstance(x, int) and not reverse and 0 <= x < bits: return out
+    outside = (amount >= bits) if dtypes.is_unsigned(amount.dtype) else (amount < 0) | (amount >= bits)  # the hardware's result is undefined there
+    fill = (value < 0).where(-1, 0).cast(value.dtype) if op is Ops.SHR and not dtypes.is_unsigned(value.dtype) else 0
+    return outside.where(fill, out)
 
   # ---------------- operators ----------------
   def __add__(self, x): return self.add(x)
@@ -244,6 +289,8 @@ class ElementwiseMixin:
   def __rxor__(self, x): return self._bitwise(Ops.XOR, x, True)
   def __lshift__(self, x): return self.lshift(x)
   def __rshift__(self, x): return self.rshift(x)
+  def __rlshift__(self, x): return self.lshift(x, True)
+  def __rrshift__(self, x): return self.rshift(x, True)
   def __neg__(self): return self.neg()
   def __invert__(self): return self.bitwise_not()
   def __abs__(self): return self.abs()
@@ -306,7 +353,12 @@ class ElementwiseMixin:
     return (x < 0).where(-r, r)
   def sinh(self) -> Tensor: return (self.exp() - (-self).exp()) / 2
   def cosh(self) -> Tensor: return (self.exp() + (-self).exp()) / 2
-  def tanh(self) -> Tensor: return 2.0 * (self * 2.0).sigmoid() - 1.0
+  def tanh(self) -> Tensor:
+    """-expm1(-2|x|) / (2 + expm1(-2|x|)) with x's sign: accurate near 0, exactly +-1 far out; gradient 1 - tanh^2 as PyTorch."""
+    x = self._float()
+    m = (x.abs() * -2).expm1()
+    t = -m / (m + 2)
+    return _with_grad((x < 0).where(-t, (x == 0).where(x, t)), _tanh_grad, x)  # tanh(-0.) is -0.
   def asinh(self) -> Tensor: return (self.abs() + (self * self + 1).sqrt()).log() * self.sign()
   def acosh(self) -> Tensor: return (self + (self * self - 1).sqrt()).log()
   def atanh(self) -> Tensor: return ((1 + self) / (1 - self)).log() / 2
@@ -315,7 +367,7 @@ class ElementwiseMixin:
     x = self._float()
     t = 1.0 / (1.0 + 0.3275911 * x.abs())
     y = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * (-(x * x)).exp()
-    return x.sign() * y
+    return _with_grad(x.sign() * y, _erf_grad, x)  # the exact derivative; the fit's own is 0 at x = 0
   def trunc(self) -> Tensor: return self if not dtypes.is_float(self.dtype) else self._unary(Ops.TRUNC)
   def floor(self) -> Tensor:
     if not dtypes.is_float(self.dtype): return self
@@ -342,21 +394,31 @@ class ElementwiseMixin:
 
   # ---------------- activations ----------------
   def relu(self) -> Tensor: return (self <= 0).where(0, self)  # NaN stays NaN, as in PyTorch
-  def relu6(self) -> Tensor: return self.relu() - (self - 6).relu()
+  def relu6(self) -> Tensor: return self.hardtanh(0, 6)
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, alpha * (self.exp() - 1))
   def celu(self, alpha: float = 1.0) -> Tensor: return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
   def selu(self, alpha: float = 1.67326, gamma: float = 1.0507) -> Tensor: return gamma * (self > 0).where(self, alpha * (self.exp() - 1))
-  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
+  def sigmoid(self) -> Tensor:
+    """1 / (1 + e^-x) with PyTorch's gradient s * (1 - s), finite everywhere (the graph's own is 0 * inf far below 0)."""
+    x = self._float()
+    return _with_grad((1 + (-x).exp()).reciprocal(), _sigmoid_grad, x)
   def logsigmoid(self) -> Tensor: return -(-self).softplus()
-  def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor: return (alpha * self + beta).relu() - (alpha * self + beta - 1).relu()
+  def hardsigmoid(self, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor: return (alpha * self + beta).hardtanh(0, 1)  # no gradient at the kinks, as PyTorch
   def silu(self) -> Tensor: return self * self.sigmoid()
   swish = silu
-  def hardswish(self) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
-  def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor: return self.clamp(min_val, max_val)
+  def hardswish(self) -> Tensor: return self * (self + 3).clamp(0, 6) * (1 / 6)  # clamp's gradient at the kinks gives PyTorch's -0.5 and 1.5
+  def hardtanh(self, min_val: float = -1, max_val: float = 1) -> Tensor:
+    """clamp(min_val, max_val) with PyTorch's gradient for hardtanh: 0 at the bounds themselves."""
+    out = (self <= min_val).where(min_val, self)
+    return (out >= max_val).where(max_val, out)
   def gelu(self, approximate: str = "tanh") -> Tensor:
+    """x * Phi(x): by tanh ("tanh", tinygrad's default; PyTorch's default is "none") or by erf ("none"). The tanh form's
+    cubic reads x clamped to [-10, 10], past which tanh is +-1 even in float64: finite gradients for any finite x."""
     if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
-    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+    if approximate != "tanh": raise RuntimeError(f"gelu approximate must be 'none' or 'tanh', got {approximate!r}")
+    xc = self.clamp(-10, 10)
+    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (xc + 0.044715 * xc * xc * xc)).tanh())
   def quick_gelu(self) -> Tensor: return self * (self * 1.702).sigmoid()
   def mish(self) -> Tensor: return self * self.softplus().tanh()
   def softplus(self, beta: float = 1.0, threshold: float = 20.0) -> Tensor:

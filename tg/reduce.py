@@ -26,14 +26,21 @@ class ReduceMixin:
     if axis is None: return tuple(range(self.ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = tuple(sorted({self._axis(a) for a in axes}))
-    if len(out) != len(axes): raise ValueError(f"repeated axis in {axis}")
+    if len(out) != len(axes): raise RuntimeError(f"axis {axis} names a dimension more than once")  # PyTorch's type
     return out
   def _reduce(self, op: Ops, axis, keepdim: bool) -> Tensor:
+    """An empty axis reduces to the op's identity: 0 for ADD, 1 for MUL, False for MAX of bools."""
     axes = self._axes(axis)
     if self.ndim == 0: return self
-    if any(self.shape[a] == 0 for a in axes) and op is Ops.MAX: raise ValueError(f"max/min of an empty axis (shape {self.shape}, axis {axis})")
     out = self._new(self.uop.r(op, axes))
     return out if keepdim else out.reshape(*[s for i, s in enumerate(self.shape) if i not in axes])
+  def _nonempty(self, name: str, axis) -> None:
+    """max/min/argmax/argmin of nothing has no value: RuntimeError for a whole empty tensor, IndexError for an empty
+    axis, as PyTorch raises."""
+    if axis is None and self.numel() == 0: raise RuntimeError(f"{name}() of an empty tensor (shape {self.shape}) has no value; give an axis")
+    if axis is not None and self.ndim and (empty := [a for a in self._axes(axis) if self.shape[a] == 0]):
+      raise IndexError(f"{name}() over axis {empty[0]} of shape {self.shape}, which is empty, has no value")
+  def _empty_axis(self, axis) -> bool: return self.ndim > 0 and any(self.shape[a] == 0 for a in self._axes(axis))
 
   def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
     acc = to_dtype(dtype) if dtype is not None else sum_dtype(self.dtype)
@@ -43,13 +50,21 @@ class ReduceMixin:
     acc = to_dtype(dtype) if dtype is not None else sum_dtype(self.dtype)
     out = self.cast(acc)._reduce(Ops.MUL, axis, keepdim)
     return out.cast(self.dtype) if dtype is None and acc != self.dtype and dtypes.is_float(self.dtype) else out
-  def max(self, axis=None, keepdim: bool = False) -> Tensor: return self._reduce(Ops.MAX, axis, keepdim)
+  def max(self, axis=None, keepdim: bool = False) -> Tensor:
+    self._nonempty("max", axis)
+    return self._reduce(Ops.MAX, axis, keepdim)
   def min(self, axis=None, keepdim: bool = False) -> Tensor:
+    self._nonempty("min", axis)
     if dtypes.is_float(self.dtype): return -((-self).max(axis, keepdim))
     return ~((~self).max(axis, keepdim))  # ~ reverses the order of ints without overflow
-  def any(self, axis=None, keepdim: bool = False) -> Tensor: return self.cast(dtypes.bool).max(axis, keepdim)
-  def all(self, axis=None, keepdim: bool = False) -> Tensor: return self.cast(dtypes.bool).logical_not().any(axis, keepdim).logical_not()
+  def any(self, axis=None, keepdim: bool = False) -> Tensor:
+    """Whether some element is true; False over an empty axis."""
+    return self.cast(dtypes.bool)._reduce(Ops.MAX, axis, keepdim)
+  def all(self, axis=None, keepdim: bool = False) -> Tensor:
+    """Whether every element is true; True over an empty axis."""
+    return self.cast(dtypes.bool).logical_not().any(axis, keepdim).logical_not()
   def mean(self, axis=None, keepdim: bool = False) -> Tensor:
+    """NaN over an empty axis, as PyTorch."""
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     return x.sum(axis, keepdim) / n if n else x.sum(axis, keepdim) * math.nan
@@ -66,31 +81,46 @@ class ReduceMixin:
 
   def argmax(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the first maximum (int32); a NaN counts as the maximum, as in numpy and PyTorch."""
+    self._nonempty("argmax", axis)
     if axis is None: return self.flatten().argmax(0).reshape(*([1] * self.ndim if keepdim else []))
     a = self._axis(axis)
     n = self.shape[a]
-    if n == 0: raise ValueError(f"argmax of an empty axis (shape {self.shape})")
     countdown = type(self).arange(n, 0, -1, device=self.device, dtype=dtypes.int32).reshape(*[n if i == a else 1 for i in range(self.ndim)])
     hit = self == self.max(a, keepdim=True)
     if dtypes.is_float(self.dtype): hit = hit | self.isnan()  # max is NaN exactly when a NaN is present
     return (n - hit.where(countdown, 0).max(a, keepdim)).cast(dtypes.int32)
   def argmin(self, axis: int | None = None, keepdim: bool = False) -> Tensor:
+    self._nonempty("argmin", axis)
     return (-self if dtypes.is_float(self.dtype) else ~self).argmax(axis, keepdim)
 
   def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(self))) without overflow; -inf over an empty axis (the log of an empty sum)."""
+    if self._empty_axis(axis): return self.exp().sum(axis, keepdim).log()
     m = self.max(axis, keepdim=True)
     m = m.isinf().where(0, m)  # all -inf (or inf) rows: let the log give the answer
     out = (self - m).exp().sum(axis, keepdim=True).log() + m
     return out if keepdim else out.reshape(*[s for i, s in enumerate(self.shape) if i not in self._axes(axis)])
   def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     x = self.cast(dtype) if dtype is not None else self._float()
+    if x._empty_axis(axis): return x  # nothing to normalize
     e = (x - x.max(axis, keepdim=True)).exp()
     return e / e.sum(axis, keepdim=True)
   def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     x = self.cast(dtype) if dtype is not None else self._float()
+    if x._empty_axis(axis): return x
     m = x - x.max(axis, keepdim=True)
     return m - m.exp().sum(axis, keepdim=True).log()
   def softmin(self, axis: int = -1) -> Tensor: return (-self).softmax(axis)
+  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """self / max(p-norm over dim, eps), as torch.nn.functional.normalize. The norm of a zero vector is 0 with gradient
+    0 (PyTorch's subgradient), so a zero vector stays zero and its gradient is 1/eps, never NaN."""
+    a = self._float().abs()
+    if p == math.inf: norm = a.max(dim, keepdim=True)
+    else:
+      s = (a ** p).sum(dim, keepdim=True)
+      nonzero = s > 0
+      norm = nonzero.where(nonzero.where(s, 1) ** (1 / p), 0)  # the root's own gradient at 0 is infinite
+    return self / norm.maximum(eps)
 
   # ---------------- cumulative ----------------
   def _windows(self, n: int) -> Tensor:
@@ -98,6 +128,7 @@ class ReduceMixin:
     return self._pool((n,), 1, 1)
   def _cumulative(self, axis: int, op: Ops) -> Tensor:
     a = self._axis(axis)
+    if self._empty_axis(a): return self  # a scan of nothing is empty
     x = self.transpose(a, -1) if a != self.ndim - 1 else self
     out = x._cum_last(op)
     return out.transpose(a, -1) if a != self.ndim - 1 else out
@@ -134,6 +165,7 @@ class ReduceMixin:
     values, idx = flipped.cummax(axis)
     return (-values if dtypes.is_float(self.dtype) else ~values), idx
   def logcumsumexp(self, axis: int = 0) -> Tensor:
+    if self._empty_axis(axis): return self._float()
     m = self.max(axis, keepdim=True)
     m = m.isinf().where(0, m)
     return (self - m).exp().cumsum(axis).log() + m
@@ -171,7 +203,7 @@ class ReduceMixin:
   def argsort(self, dim: int = -1, descending: bool = False) -> Tensor: return self.sort(dim, descending)[1]
   def topk(self, k: int, dim: int = -1, largest: bool = True, sorted_: bool = True) -> tuple[Tensor, Tensor]:
     d = self._axis(dim)
-    if not 0 <= k <= self.shape[d]: raise ValueError(f"topk k={k} is out of range for dimension {d} of size {self.shape[d]}")
+    if not 0 <= k <= self.shape[d]: raise RuntimeError(f"topk k={k} is out of range for dimension {d} of size {self.shape[d]}")
     values, idx = self.sort(d, descending=largest)
     sl = [slice(None)] * self.ndim
     sl[d] = slice(0, k)

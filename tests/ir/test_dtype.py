@@ -52,3 +52,13 @@ def test_bfloat16_rounding():
 def test_vector_and_pointer_types():
   assert dtypes.float.vec(4).itemsize == 16 and dtypes.float.vec(4).scalar == dtypes.float
   assert dtypes.int.ptr().base == dtypes.int
+
+@pytest.mark.parametrize("dt", SCALARS, ids=str)
+def test_min_max_of_every_dtype(dt):
+  """Both spellings, tinygrad's: dtypes.min(dt) and dt.min; floats (fp8 too) run from -inf to inf, not finfo's range."""
+  if dt == dtypes.bool: lo, hi = False, True
+  elif dtypes.is_float(dt): lo, hi = -math.inf, math.inf
+  else: lo, hi = int(np.iinfo(np.dtype(dt.fmt)).min), int(np.iinfo(np.dtype(dt.fmt)).max)
+  assert dtypes.min(dt) == dt.min == lo and dtypes.max(dt) == dt.max == hi
+  assert type(dt.min) is type(lo) and type(dt.max) is type(hi)
+  assert dt.vec(4).min == lo and dt.vec(4).max == hi  # a vector's lanes have its scalar's range
