@@ -42,7 +42,7 @@ class LossMixin:
     if dtypes.is_int(Y.dtype):
       logits = self.permute(*[i for i in range(self.ndim) if i != axis], axis)  # classes last
       return logits.sparse_categorical_crossentropy(Y, ignore_index=-100, label_smoothing=label_smoothing, reduction=reduction)
-    if Y.shape != self.shape: raise ValueError(f"class probabilities of shape {Y.shape} don't match logits {self.shape}")
+    if Y.shape != self.shape: raise RuntimeError(f"class probabilities of shape {Y.shape} don't match logits {self.shape}")  # PyTorch's type
     n = self.shape[axis]
     target = Y * (1 - label_smoothing) + label_smoothing / n
     return _reduce(-(self.log_softmax(axis) * target).sum(axis), reduction)

@@ -93,6 +93,7 @@ def test_cross_entropy_probabilities_4d():
 
 def test_cross_entropy_bad_reduction():
   with pytest.raises(ValueError): Tensor.zeros(2, 3).cross_entropy(Tensor.zeros(2, 3), reduction="avg")
+  with pytest.raises(RuntimeError, match=r"\(2, 4\)"): Tensor.zeros(2, 3).cross_entropy(Tensor.zeros(2, 4))  # PyTorch's type
 
 # ---------------- nll_loss ----------------
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])

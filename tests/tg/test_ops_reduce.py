@@ -593,8 +593,8 @@ def test_reductions_over_an_empty_axis_give_the_identity(shape, axis, keepdim):
                    (Tensor(x > 0).any(axis, keepdim), np.any(x, **kw)), (Tensor(x > 0).all(axis, keepdim), np.all(x, **kw))]:
     assert out.shape == ref.shape
     np.testing.assert_array_equal(out.numpy(), ref)
-  mean = Tensor(x).mean(axis, keepdim)
-  assert mean.shape == np.sum(x, **kw).shape and np.isnan(mean.numpy()).all()  # NaN, as PyTorch
+  for stat in (Tensor(x).mean(axis, keepdim), Tensor(x).var(axis, keepdim), Tensor(x).std(axis, keepdim)):
+    assert stat.shape == np.sum(x, **kw).shape and np.isnan(stat.numpy()).all()  # NaN, as PyTorch
   lse = Tensor(x).logsumexp(axis, keepdim)
   assert lse.shape == np.sum(x, **kw).shape and (lse.numpy() == -np.inf).all()  # log of an empty sum
 
