@@ -1,9 +1,11 @@
 """Hand-written optimization choices (used unless NOOPT or BEAM): pick an axis whose loads are contiguous to compute
 as vector lanes (an output axis, or a reduction axis summed lane-wise), tile output axes whose loads can be reused
 across the tile, and unroll short reductions, keeping the accumulators within the register file. On GPUs (targets with
-workgroups) output axes become the threads of a workgroup, and a reduction with few outputs is shared by one."""
+workgroups) output axes become the threads of a workgroup, and a reduction with few outputs is shared by one. An
+axis of symbolic size is never split; estimates take it at its largest."""
 from __future__ import annotations
 from ir.helpers import prod
+from ir.uop import smax
 from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
@@ -63,7 +65,7 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
   cost = 1 / width + sum(per_lane(s) for s in _load_strides(k, axis))
   if k.axis_types[axis] is AxisType.GLOBAL:
-    steps = max(prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE)), 1)
+    steps = max(prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.REDUCE)), 1)
     stores = [st.views[-1].strides[axis] if len(st.views) == 1 else None for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
   return cost
@@ -83,7 +85,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     _tensor_core_tiles(k, try_opt)
     return applied
 
-  if k.has_local and k.reduce_op and len(k.reduceops) == 1 and prod(k.output_shape) < FEW_OUTPUTS:
+  if k.has_local and k.reduce_op and len(k.reduceops) == 1 and prod(smax(s) for s in k.output_shape) < FEW_OUTPUTS:
     reduces = k.axes_of(AxisType.REDUCE)
     amt = max((d for d in (GROUP_THREADS, 128, 64, 32, 16) if k.full_shape[reduces[-1]] % d == 0), default=None)
     if amt is not None and try_opt(Opt(OptOps.GROUP, reduces[-1], amt)):
@@ -138,9 +140,9 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
 
   # 3. cache blocking: the loads that don't change along the outer output axis (a panel of B in a matmul) are read
   # again for each of its iterations; block the inner axis so one block of that data stays in cache
-  if k.splits_across_cores and len(k.axes_of(AxisType.GLOBAL)) >= 2:
+  if k.splits_across_cores and len(k.axes_of(AxisType.GLOBAL)) >= 2 and isinstance(k.full_shape[k.axes_of(AxisType.GLOBAL)[-1]], int):
     outer, inner = k.axes_of(AxisType.GLOBAL)[0], k.axes_of(AxisType.GLOBAL)[-1]
-    reduced = prod(k.full_shape[a] for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
+    reduced = prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
     per_step = 0
     for view, st in _load_views(k):
       if len(st.views) != 1: continue
@@ -156,7 +158,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
 
   # 4. unroll the innermost non-vector reduction: whole when it is short, else by 2, or by 4 when the register tile
   # slides along it (each step then loads only the values entering the window)
-  reduces = [a for a in k.axes_of(AxisType.REDUCE)]
+  reduces = [a for a in k.axes_of(AxisType.REDUCE) if isinstance(k.full_shape[a], int)]
   if reduces:
     a = reduces[-1]
     size = k.full_shape[a]
@@ -168,10 +170,10 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
 def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:
   """Output axes become a workgroup's threads, innermost first (neighbouring threads touch neighbouring memory); an
   innermost axis that no useful size divides is padded first."""
-  axes = k.axes_of(AxisType.GLOBAL)
+  axes = [a for a in k.axes_of(AxisType.GLOBAL) if isinstance(k.full_shape[a], int)]
   if axes and k.full_shape[axes[-1]] > 32 and k.full_shape[axes[-1]] % 16: try_opt(Opt(OptOps.PADTO, axes[-1], 32))
   threads = prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL, AxisType.GROUP))
-  for a in reversed(k.axes_of(AxisType.GLOBAL)):
+  for a in reversed(axes):
     size = k.full_shape[a]
     amt = max((d for d in (256, 128, 64, 32, 16, 8, 4, 2) if size % d == 0 and threads * d <= max_threads), default=None)
     if amt is not None and try_opt(Opt(OptOps.LOCAL, a, amt)): threads *= amt

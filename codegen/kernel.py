@@ -1,12 +1,13 @@
 """A kernel AST with its iteration space: every view is reshaped in step, and optimization actions (upcast, unroll,
-...) split axes and give them roles. The lowerer turns the result into a linear program."""
+...) split axes and give them roles. The lowerer turns the result into a linear program. An axis may have a
+symbolic size (a Variable's expression): it is looped over (or launched over) whole, and no action splits it."""
 from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from ir.helpers import prod
 from ir.ops import Ops, STORED_ZEROS, ZERO_PRESERVING
-from ir.shapetracker import ShapeTracker
-from ir.uop import UOp
+from ir.shapetracker import ShapeTracker, is_symbolic
+from ir.uop import UOp, sprod, variables
 from codegen.tensor_core import TensorCore
 
 class AxisType(enum.Enum):
@@ -86,7 +87,7 @@ class Kernel:
     ranks = {len(st.shape) for st in self.sts}
     if len(ranks) != 1: raise ValueError(f"kernel views have different ranks: {sorted(st.shape for st in self.sts)}")
     # post-reduce views have size 1 on reduced axes: an axis's size is any other size a view has there (0 included)
-    self.full_shape: tuple[int, ...] = tuple(next((d for d in dims if d != 1), 1) for dims in zip(*(st.shape for st in self.sts)))
+    self.full_shape: tuple = tuple(next((d for d in dims if d != 1), 1) for dims in zip(*(st.shape for st in self.sts)))
     reduce_axes = {a for r in self.reduceops for a in r.arg[1]}
     self.axis_types: list[AxisType] = [AxisType.REDUCE if i in reduce_axes else AxisType.GLOBAL for i in range(len(self.full_shape))]
     self.applied_opts: list[Opt] = []
@@ -101,6 +102,14 @@ class Kernel:
 
   @property
   def reduce_op(self) -> bool: return bool(self.reduceops)
+  @property
+  def variables(self) -> list[UOp]:
+    """The Variables the kernel takes (in values and in symbolic view sizes), sorted by name."""
+    found = {u for u in self.ast.toposort() if u.op is Ops.DEFINE_VAR}
+    for st in self.sts:
+      for v in st.views:
+        found.update(x for d in (*v.shape, *v.strides, v.offset, *(b for m in v.mask or () for b in m)) if isinstance(d, UOp) for x in variables(d))
+    return sorted(found, key=lambda v: v.arg)
   def axes_of(self, *types: AxisType) -> list[int]: return [i for i, t in enumerate(self.axis_types) if t in types]
   @property
   def output_shape(self) -> tuple[int, ...]:
@@ -119,7 +128,7 @@ class Kernel:
     i = 0
     while i < len(self.full_shape) - 1:
       if self.axis_types[i] == self.axis_types[i + 1] and all(self._mergeable(st, i) for st in self.sts):
-        self._reshape_all(lambda shape, i=i: shape[:i] + (shape[i] * shape[i + 1],) + shape[i + 2:])
+        self._reshape_all(lambda shape, i=i: shape[:i] + (sprod(shape[i:i + 2]),) + shape[i + 2:])
         del self.axis_types[i + 1]
       else: i += 1
 
@@ -128,6 +137,7 @@ class Kernel:
     permuted, say): each load then indexes with strides instead of a chain of divisions. An axis of the outermost view
     is cut where its walk (its stride) crosses an axis boundary of the view beneath; this repeats while it removes
     views. The cuts must divide each other; views after a reduction keep size 1 on the pieces of reduced axes."""
+    if any(is_symbolic(v) for st in self.sts for v in st.views): return
     while True:
       marks = _boundaries(self.full_shape)
       for view, st in zip(self.views, self.sts):
@@ -155,7 +165,7 @@ class Kernel:
   def split_axis(self, axis: int, amt: int, new_type: AxisType) -> None:
     """Split `axis` into (size/amt, amt); the new inner axis gets `new_type`."""
     size = self.full_shape[axis]
-    if amt <= 1 or size % amt: raise KernelOptError(f"can't split axis {axis} of size {size} by {amt}")
+    if isinstance(size, UOp) or amt <= 1 or size % amt: raise KernelOptError(f"can't split axis {axis} of size {size} by {amt}")
     def split(shape):
       inner = (size // amt, amt) if shape[axis] == size else (1, 1)
       return shape[:axis] + inner + shape[axis + 1:]
@@ -167,6 +177,8 @@ class Kernel:
     """Apply one action; KernelOptError (and no change) when it doesn't fit this kernel or its target."""
     if not 0 <= opt.axis < len(self.full_shape): raise KernelOptError(f"{opt} names an axis outside {self.full_shape}")
     kind, size = self.axis_types[opt.axis], self.full_shape[opt.axis]
+    if isinstance(size, UOp) and opt.op is not OptOps.TC and not (opt.op is OptOps.THREAD and opt.amt == 0):
+      raise KernelOptError(f"{opt} acts on axis {opt.axis}, whose size {size} is known only at run time")
     amt = opt.amt if opt.amt != 0 else size
     if opt.op is OptOps.TC: self._apply_tensor_core(opt)
     elif opt.op is OptOps.VECTORIZE:
@@ -210,9 +222,10 @@ class Kernel:
       M, N, K = tc.dims
       pairs = list(zip(operands, varies))
       for (a, va), (b, vb) in (pairs, pairs[::-1]):
-        ms = [i for i in self.axes_of(AxisType.GLOBAL) if i in va and i not in vb and self.full_shape[i] % M == 0]
-        ns = [i for i in self.axes_of(AxisType.GLOBAL) if i in vb and i not in va and self.full_shape[i] % N == 0]
-        ks = [i for i in self.axes_of(AxisType.REDUCE) if i in va and i in vb and self.full_shape[i] % K == 0]
+        fits = lambda i, d: isinstance(self.full_shape[i], int) and self.full_shape[i] % d == 0
+        ms = [i for i in self.axes_of(AxisType.GLOBAL) if i in va and i not in vb and fits(i, M)]
+        ns = [i for i in self.axes_of(AxisType.GLOBAL) if i in vb and i not in va and fits(i, N)]
+        ks = [i for i in self.axes_of(AxisType.REDUCE) if i in va and i in vb and fits(i, K)]
         out += [TensorCoreMatch(tc, a, b, m, n, k) for m in reversed(ms) for n in reversed(ns) for k in reversed(ks)]
     return out
 
@@ -271,7 +284,8 @@ class Kernel:
   @property
   def name(self) -> str:
     kind = "r" if self.reduce_op else "E"
-    return kind + "".join(f"_{s}" for s in self.full_shape) if self.full_shape else kind
+    dim = lambda s: str(s) if isinstance(s, int) else "".join(v.arg[0] for v in variables(s))  # a symbolic size by its Variables
+    return kind + "".join(f"_{dim(s)}" for s in self.full_shape) if self.full_shape else kind
   @property
   def colored_shape(self) -> str:
     return " ".join(f"{s}{t.value}" for s, t in zip(self.full_shape, self.axis_types))

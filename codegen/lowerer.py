@@ -1,13 +1,16 @@
 """Lowering: a Kernel (AST + iteration space) becomes a linear program of UOps: loops as RANGE/ENDRANGE, reductions
-through accumulators, unrolled axes as copies of the computation, every index simplified symbolically."""
+through accumulators, unrolled axes as copies of the computation, every index simplified symbolically. An axis of
+symbolic size is a loop up to its Variable expression; where it is launched over (GPU launch indices, the CPU's
+outermost loop split across cores) the launch covers the Variables' largest values and an IF skips the rest, so the
+launch dimensions are the same for every value (a captured graph then patches only the Variables' argument words)."""
 from __future__ import annotations
-import itertools
+import functools, itertools
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
 from ir.ops import Ops, reduce_identity, ELEMENTWISE, STORED_ZEROS
 from ir.shapetracker import unravel
 from ir.symbolic import build_sum, simplify, split_terms
-from ir.uop import UOp
+from ir.uop import UOp, smax, smin
 from codegen.kernel import AxisType, Kernel, moving_axes
 from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES
 
@@ -55,10 +58,13 @@ class ProgramBuilder:
     self.uops.append(UOp(Ops.ENDIF, dtypes.void, (branch,)))
     self.close_scope()
 
+def _magnitude(x) -> int: return max(abs(smin(x)), abs(smax(x)))
+
 def index_dtype(k: Kernel) -> DType:
-  """int32 unless a buffer, an iteration space or an index some view reaches (a far slice of a huge arange) needs 64 bits."""
-  reach = [abs(v.offset) + sum(abs(st) * (s - 1) for st, s in zip(v.strides, v.shape)) + 1 for st in k.sts for v in st.views]
-  biggest = max([g.dtype.size for g in k.globals] + [st.size for st in k.sts] + reach + [1])
+  """int32 unless a buffer, an iteration space or an index some view reaches (a far slice of a huge arange) needs 64 bits
+  (for symbolic sizes and strides, at any value of their Variables)."""
+  reach = [_magnitude(v.offset) + sum(_magnitude(st) * (smax(s) - 1) for st, s in zip(v.strides, v.shape)) + 1 for st in k.sts for v in st.views]
+  biggest = max([g.dtype.size for g in k.globals] + [smax(st.size) for st in k.sts] + reach + [1])
   return dtypes.int32 if biggest < 2**31 else dtypes.int64
 
 class Lowerer:
@@ -81,6 +87,12 @@ class Lowerer:
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
+    self.in_range: list[UOp] = []              # launched-over symbolic axes: index < size, for the guarding IF
+
+  def _size(self, a: int) -> UOp:
+    """Axis a's size as an index value (a symbolic size is its Variable expression)."""
+    s = self.k.full_shape[a]
+    return UOp.const(self.idx_dtype, s) if isinstance(s, int) else s.cast(self.idx_dtype)
 
   def _combos(self, *types: AxisType, skip: int | None = None) -> list[dict[int, UOp]]:
     axes = [a for a in self.k.axes_of(*types) if a != skip]
@@ -98,25 +110,27 @@ class Lowerer:
   def lower(self) -> list[UOp]:
     k, b = self.k, self.b
     for g in k.globals: b.emit(g)
-    for v in sorted({u for u in k.ast.toposort() if u.op is Ops.DEFINE_VAR}, key=lambda v: v.arg): b.emit(v)
+    for v in k.variables: b.emit(v)  # every argument before any loop, also those only in symbolic view sizes
     idxs: list[UOp] = [UOp.const(self.idx_dtype, 0)] * len(k.full_shape)
     global_axes = k.axes_of(AxisType.GLOBAL)
     opened: list[UOp] = []
     if self.launch_dims: self._launch_indices(idxs, global_axes, "gidx", self.global_size)
     else:
       for n, a in enumerate(global_axes):
-        size = k.full_shape[a]
+        size = smax(k.full_shape[a])
         if n == 0 and self.split_cores:
           start, end = UOp.variable("core_start", 0, size).cast(self.idx_dtype), UOp.variable("core_end", 0, size).cast(self.idx_dtype)
-        else: start, end = UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, size)
+        else: start, end = UOp.const(self.idx_dtype, 0), self._size(a)
         opened.append(idxs_a := b.open_range(start, end, a))
         idxs[a] = idxs_a
+        if n == 0 and self.split_cores and isinstance(k.full_shape[a], UOp): self.in_range.append(idxs_a < self._size(a))
     first_local = 0
     if k.tensor_core is not None:  # the warp's (or warpgroup's) lanes are the innermost thread dimension
       self.lane = b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), ("lidx0", k.tensor_core.threads)))
       self.local_size.append(k.tensor_core.threads)
       first_local = 1
     self._launch_indices(idxs, k.axes_of(AxisType.LOCAL, AxisType.GROUP), "lidx", self.local_size, first_local)
+    guard = b.open_if(functools.reduce(UOp.__and__, self.in_range)) if self.in_range else None
     tiles = self._combos(AxisType.UPCAST, skip=None if self.vec_is_reduce else self.vec_axis)
     if k.reduceops: self._lower_reduce(idxs, tiles)
     branch = self._lower_group(idxs) if k.axes_of(AxisType.GROUP) else None
@@ -138,6 +152,7 @@ class Lowerer:
             if not (valid.op is Ops.CONST and not valid.arg):  # a padded place: nothing to store
               b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i)) + (() if _always(valid) else (valid,))))
     if branch is not None: b.close_if(branch)
+    if guard is not None: b.close_if(guard)
     for rng in reversed(opened): b.close_range(rng)
     return b.uops
 
@@ -177,13 +192,14 @@ class Lowerer:
     dims = [[a] for a in reversed(axes)]
     while len(dims) > self.launch_dims - first_dim: dims[-2:] = [dims[-1] + dims[-2]]  # outer axes fold into the last dim
     for d, group in enumerate(dims, first_dim):
-      total = prod(self.k.full_shape[a] for a in group)
+      total = prod(smax(self.k.full_shape[a]) for a in group)
       special = self.b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), (f"{prefix}{d}", total)))  # once, outside every loop
       sizes.append(total)
       inner = 1
       for a in reversed(group):  # group lists axes outer to inner after the fold; recover each by div/mod
-        size = self.k.full_shape[a]
+        size = smax(self.k.full_shape[a])
         idxs[a] = special if len(group) == 1 else simplify((special // inner) % size)
+        if isinstance(self.k.full_shape[a], UOp): self.in_range.append(idxs[a] < self._size(a))
         inner *= size
 
   def _lower_reduce(self, idxs: list[UOp], tiles: list[dict[int, UOp]]) -> None:
@@ -195,8 +211,7 @@ class Lowerer:
         self.accs[(r, self._tile_key(tile))] = b.emit(UOp(Ops.DEFINE_ACC, init.dtype, (init,), len(self.accs)))
     b.open_scope()  # accumulator reads inside the reduction must not be reused after it
     bounds = self._nonzero_steps(idxs, tiles)
-    loops = [b.open_range(*bounds.get(a, (UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]))), a)
-             for a in k.axes_of(AxisType.REDUCE)]
+    loops = [b.open_range(*bounds.get(a, (UOp.const(self.idx_dtype, 0), self._size(a))), a) for a in k.axes_of(AxisType.REDUCE)]
     for a, rng in zip(k.axes_of(AxisType.REDUCE), loops): idxs[a] = rng
     unrolls = self._combos(AxisType.UNROLL, skip=self.vec_axis if self.vec_is_reduce else None)
     if k.tensor_core is not None: self._tensor_core_reduce(idxs, tiles, unrolls)
@@ -220,8 +235,8 @@ class Lowerer:
     k = self.k
     if self.launch_dims or k.tensor_core is not None or any(r.arg[0] is not Ops.ADD for r in k.reduceops): return {}
     guards = [_stored_padding_factor(r.src[0]) for r in k.reduceops]
-    if not guards or None in guards: return {}
     loops = k.axes_of(AxisType.REDUCE)
+    if not guards or None in guards or any(isinstance(k.full_shape[a], UOp) for a in loops): return {}
     steps = {a: UOp.variable(f"step{a}", 0, k.full_shape[a] - 1, self.idx_dtype) for a in loops}
     at_loop = [steps.get(a, i) for a, i in enumerate(idxs)]
     fixed_axes = k.axes_of(AxisType.UPCAST, AxisType.UNROLL)

@@ -21,6 +21,7 @@ def candidate_actions(k: Kernel) -> list[Opt]:
   """Every action that could apply to kernel `k` in its current state."""
   out: list[Opt] = [Opt(OptOps.TC, i, 0) for i in range(len(k.tensor_core_matches()))] if TC and not k.applied_opts else []
   for a, (size, kind) in enumerate(zip(k.full_shape, k.axis_types)):
+    if isinstance(size, UOp): continue  # no action splits an axis whose size is known only at run time
     if kind is AxisType.GLOBAL:
       out += [Opt(OptOps.UPCAST, a, amt) for amt in (2, 3, 4, 8, 16) if size % amt == 0 and size > amt]
       if k.splits_across_cores and a != k.axes_of(AxisType.GLOBAL)[0]: out.append(Opt(OptOps.THREAD, a, 0))

@@ -278,9 +278,10 @@ class HCQProgram:
 class HCQGraph:
   """A TinyJit batch as one prebuilt command buffer per device: each device's compute queue waits for its timeline,
   runs its kernels (and the copies into its memory), waits for other devices' graph signals where it reads what they
-  wrote, and signals its timeline. Inputs are patch slots and signal values are offsets from a per-replay base, so
-  a replay patches and submits one queue per device."""
-  def __init__(self, items: list, input_slots: dict[int, int]):
+  wrote, and signals its timeline. Inputs are patch slots, signal values are offsets from a per-replay base, and
+  the kernel arguments of the Variables named in `variables` are patched with each replay's values, so a replay
+  patches and submits one queue per device."""
+  def __init__(self, items: list, input_slots: dict[int, int], variables: frozenset[str] = frozenset()):
     dev_of = lambda ei: Device[ei.runner.device] if ei.runner is not None else Device[ei.bufs[0].device]
     self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
     self.base = UOp.variable("graph_base", 0, 2**62, dtypes.int64)
@@ -295,8 +296,11 @@ class HCQGraph:
       for b in ei.bufs[1:]:
         if (w := writer.get(id(b.base))) is not None and w[0] is not dev: q.wait(self.signals[w[0]], self.base + w[1])
       if ei.runner is not None:
-        vals = tuple(ei.var_vals[v.arg[0]] for v in ei.runner.spec.vars)
-        q.exec(ei.runner.prg, ei.runner.prg.kernel_args(tuple(arg(b) for b in ei.bufs), vals), ei.runner.spec.global_size, ei.runner.spec.local_size)
+        spec = ei.runner.spec
+        args = ei.runner.prg.kernel_args(tuple(arg(b) for b in ei.bufs), tuple(ei.var_vals[v.arg[0]] for v in spec.vars))
+        for j, v in enumerate(spec.vars):  # renamed so that no name of the graph's own (input0, graph_base, ...) can clash
+          if v.arg[0] in variables: args[len(ei.bufs) + j] = v.replace(arg=(f"var:{v.arg[0]}", *v.arg[1:]))
+        q.exec(ei.runner.prg, args, spec.global_size, spec.local_size)
       else: q.copy(arg(ei.bufs[0]), arg(ei.bufs[1]), ei.bufs[0].nbytes)
       count[dev] += 1
       q.signal(self.signals[dev], self.base + count[dev])
@@ -304,8 +308,9 @@ class HCQGraph:
     self.span = max(count.values()) + 1
     for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0
-  def __call__(self, inputs: list) -> None:
-    var_vals: dict[str, Any] = {f"input{k}": b._buf for k, b in enumerate(inputs)}
+  def __call__(self, inputs: list, user_vals: dict[str, int] | None = None) -> None:
+    var_vals: dict[str, Any] = {f"var:{k}": v for k, v in (user_vals or {}).items()}
+    var_vals.update({f"input{k}": b._buf for k, b in enumerate(inputs)})
     var_vals["graph_base"] = self.replays * self.span
     self.replays += 1
     for i, d in enumerate(self.devices): var_vals[f"start_{i}"], var_vals[f"end_{i}"] = d.timeline_value - 1, d.next_timeline()

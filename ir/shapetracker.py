@@ -1,47 +1,64 @@
 """Views: how a shaped index maps to a buffer offset (strides, offset, and a validity mask for padding).
-A ShapeTracker stacks views where one strided view can't express a reshape of the one before."""
+A ShapeTracker stacks views where one strided view can't express a reshape of the one before. Sizes, strides, offsets
+and masks may be symbolic (integer UOps of Variables): they stay in canonical form, and comparisons that their bounds
+can't decide are kept as conditions or make a reshape stack views instead."""
 from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
 from ir.ops import Ops
-from ir.uop import UOp
+from ir.uop import UOp, sint, smax, smin, sprod, ssimplify
 
-Mask = tuple[tuple[int, int], ...]
+Mask = tuple[tuple[sint, sint], ...]
 
-def strides_for_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+def strides_for_shape(shape: tuple[sint, ...]) -> tuple[sint, ...]:
   """Row-major strides, with 0 for size-1 axes (their index is always 0)."""
-  out, acc = [], 1
-  for s in reversed(shape):
-    out.append(acc if s != 1 else 0)
-    acc *= s
-  return tuple(reversed(out))
+  return tuple(0 if s == 1 else sprod(shape[i + 1:]) for i, s in enumerate(shape))
+
+def _empty_range(lo: sint, hi: sint) -> bool:
+  """[lo, hi) holds nothing for every value of its Variables."""
+  return smax(ssimplify(hi - lo)) <= 0
+
+def _bigger(a: sint, b: sint) -> sint:
+  if smin(a) >= smax(b): return a
+  if smin(b) >= smax(a): return b
+  return ssimplify(a.maximum(b) if isinstance(a, UOp) else b.maximum(a))
+def _smaller(a: sint, b: sint) -> sint:
+  if smax(a) <= smin(b): return a
+  if smax(b) <= smin(a): return b
+  return ssimplify(a.minimum(b) if isinstance(a, UOp) else b.minimum(a))
+
+def _idx(x: sint, dtype: DType) -> UOp: return UOp.const(dtype, x) if isinstance(x, int) else x.cast(dtype)
+
+def is_symbolic(v: View) -> bool:
+  return any(isinstance(x, UOp) for x in (*v.shape, *v.strides, v.offset, *(b for m in v.mask or () for b in m)))
 
 @dataclass(frozen=True)
 class View:
-  shape: tuple[int, ...]
-  strides: tuple[int, ...]
-  offset: int
+  shape: tuple[sint, ...]
+  strides: tuple[sint, ...]
+  offset: sint
   mask: Mask | None
   contiguous: bool
 
   @staticmethod
   @functools.lru_cache(maxsize=1 << 16)
-  def create(shape: tuple[int, ...], strides: tuple[int, ...] | None = None, offset: int = 0, mask: Mask | None = None) -> View:
+  def create(shape: tuple[sint, ...], strides: tuple[sint, ...] | None = None, offset: sint = 0, mask: Mask | None = None) -> View:
     strides = strides_for_shape(shape) if strides is None else tuple(0 if s == 1 else st for s, st in zip(shape, strides))
     if mask is not None:
-      if any(lo >= hi for lo, hi in mask):  # nothing is valid: canonical empty view
+      if any(_empty_range(lo, hi) for lo, hi in mask):  # nothing is valid: canonical empty view
         return View(shape, (0,) * len(shape), 0, ((0, 0),) * len(shape), False)
       # an axis masked to a single index always reads the same place: fold it into the offset
-      offset += sum(lo * st for st, (lo, hi) in zip(strides, mask) if hi - lo == 1)
-      strides = tuple(0 if hi - lo == 1 else st for st, (lo, hi) in zip(strides, mask))
+      single = [ssimplify(hi - lo) == 1 for lo, hi in mask]
+      offset = ssimplify(offset + sum(lo * st for st, (lo, _), one in zip(strides, mask, single) if one))
+      strides = tuple(0 if one else st for st, one in zip(strides, single))
       if all(m == (0, s) for m, s in zip(mask, shape)): mask = None
     return View(shape, strides, offset, mask, offset == 0 and mask is None and strides == strides_for_shape(shape))
 
   @property
-  def size(self) -> int: return prod(self.shape)
-  def is_empty(self) -> bool: return self.mask is not None and any(lo >= hi for lo, hi in self.mask)
+  def size(self) -> sint: return sprod(self.shape)
+  def is_empty(self) -> bool: return self.mask is not None and any(_empty_range(lo, hi) for lo, hi in self.mask)
 
   def permute(self, order: tuple[int, ...]) -> View:
     return View.create(tuple(self.shape[i] for i in order), tuple(self.strides[i] for i in order), self.offset,
@@ -50,24 +67,26 @@ class View:
     mask = None
     if self.mask: mask = tuple(m if s == n else ((0, n) if m == (0, 1) else (0, 0)) for m, s, n in zip(self.mask, self.shape, new_shape))
     return View.create(new_shape, self.strides, self.offset, mask)
-  def pad(self, arg: tuple[tuple[int, int], ...]) -> View:
-    shape = tuple(s + a + b for s, (a, b) in zip(self.shape, arg))
+  def pad(self, arg: tuple[tuple[sint, sint], ...]) -> View:
+    shape = tuple(ssimplify(s + a + b) for s, (a, b) in zip(self.shape, arg))
     old = self.mask or tuple((0, s) for s in self.shape)
-    mask = tuple((lo + a, hi + a) for (lo, hi), (a, _) in zip(old, arg))
-    return View.create(shape, self.strides, self.offset - sum(a * st for (a, _), st in zip(arg, self.strides)), mask)
-  def shrink(self, arg: tuple[tuple[int, int], ...]) -> View:
-    shape = tuple(b - a for a, b in arg)
+    mask = tuple((ssimplify(lo + a), ssimplify(hi + a)) for (lo, hi), (a, _) in zip(old, arg))
+    return View.create(shape, self.strides, ssimplify(self.offset - sum(a * st for (a, _), st in zip(arg, self.strides))), mask)
+  def shrink(self, arg: tuple[tuple[sint, sint], ...]) -> View:
+    shape = tuple(ssimplify(b - a) for a, b in arg)
     mask = None
-    if self.mask: mask = tuple((max(lo - a, 0), max(min(hi - a, b - a), 0)) for (lo, hi), (a, b) in zip(self.mask, arg))
-    if mask and any(lo >= hi for lo, hi in mask): return View.create(shape, mask=tuple((0, 0) for _ in shape))
-    return View.create(shape, self.strides, self.offset + sum(a * st for (a, _), st in zip(arg, self.strides)), mask)
+    if self.mask:
+      mask = tuple((_bigger(ssimplify(lo - a), 0), _bigger(_smaller(ssimplify(hi - a), n), 0)) for (lo, hi), (a, _), n in zip(self.mask, arg, shape))
+    if mask and any(_empty_range(lo, hi) for lo, hi in mask): return View.create(shape, mask=tuple((0, 0) for _ in shape))
+    return View.create(shape, self.strides, ssimplify(self.offset + sum(a * st for (a, _), st in zip(arg, self.strides))), mask)
   def flip(self, axes: tuple[bool, ...]) -> View:
-    offset = self.offset + sum((s - 1) * st for s, st, f in zip(self.shape, self.strides, axes) if f)
-    mask = tuple((s - hi, s - lo) if f else (lo, hi) for (lo, hi), s, f in zip(self.mask, self.shape, axes)) if self.mask else None
+    offset = ssimplify(self.offset + sum((s - 1) * st for s, st, f in zip(self.shape, self.strides, axes) if f))
+    mask = tuple((ssimplify(s - hi), ssimplify(s - lo)) if f else (lo, hi) for (lo, hi), s, f in zip(self.mask, self.shape, axes)) if self.mask else None
     return View.create(self.shape, tuple(-st if f else st for st, f in zip(self.strides, axes)), offset, mask)
 
-  def reshape(self, new_shape: tuple[int, ...]) -> View | None:
-    """The same elements in `new_shape` as one view, or None when one strided view can't express it."""
+  def reshape(self, new_shape: tuple[sint, ...]) -> View | None:
+    """The same elements in `new_shape` as one view, or None when one strided view can't express it (a symbolic
+    axis is only carried over whole, as the same expression)."""
     if new_shape == self.shape: return self
     if 0 in self.shape: return View.create(new_shape)  # no elements: any layout is right
     if self.is_empty(): return empty_view(new_shape)
@@ -81,8 +100,9 @@ class View:
       group_old, group_new = [old[oi]], [new[ni]]
       po, pn = old[oi][0], new[ni]
       while po != pn:
-        if po < pn: oi += 1; group_old.append(old[oi]); po *= old[oi][0]
-        else: ni += 1; group_new.append(new[ni]); pn *= new[ni]
+        if isinstance(po, UOp) or isinstance(pn, UOp): return None
+        if po < pn: oi += 1; group_old.append(old[oi]); po = ssimplify(po * old[oi][0])
+        else: ni += 1; group_new.append(new[ni]); pn = ssimplify(pn * new[ni])
       oi, ni = oi + 1, ni + 1
       if (placed := _reshape_group(group_old, group_new)) is None: return None
       strides_out.extend(placed[0]); mask_out.extend(placed[1])
@@ -98,24 +118,25 @@ class View:
     offset, idx = self.offset, None
     for i, st in zip(idxs, self.strides):
       if st == 0: continue
-      if i.op is Ops.CONST: offset += i.arg * st
+      if i.op is Ops.CONST: offset = ssimplify(offset + i.arg * st)
       else:
-        term = i if st == 1 else i * st
+        term = i if st == 1 else i * _idx(st, idx_dtype)
         idx = term if idx is None else idx + term
-    idx = UOp.const(idx_dtype, offset) if idx is None else (idx + offset if offset else idx)
+    idx = _idx(offset, idx_dtype) if idx is None else (idx + _idx(offset, idx_dtype) if offset != 0 else idx)
     valid = UOp.const(dtypes.bool, True)
-    for i, (lo, hi), s in zip(idxs, self.mask or (), self.shape):
-      if i.vmin < lo: valid = valid & (i >= lo)
-      if i.vmax >= hi: valid = valid & (i < hi)
+    for i, (lo, hi) in zip(idxs, self.mask or ()):
+      if i.vmin < smax(lo): valid = valid & (i >= _idx(lo, idx_dtype))
+      if i.vmax >= smin(hi): valid = valid & (i < _idx(hi, idx_dtype))
     return idx, valid
 
-def empty_view(shape: tuple[int, ...]) -> View | None:
+def empty_view(shape: tuple[sint, ...]) -> View | None:
   """A view of `shape` where nothing is valid; None for shape (), which has no axis to carry the mask (the caller
   keeps the views stacked instead)."""
   return View.create(shape, mask=tuple((0, 0) for _ in shape)) if shape else None
 
 def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) -> tuple[list[int], list[tuple[int, int]]] | None:
   """Strides and masks for new axes holding exactly the elements of the old axes `old` (size, stride, mask)."""
+  if len(old) == 1 and len(new) == 1: return [old[0][1]], [old[0][2]]  # the same axis (a symbolic one included)
   if any(old[k][1] != old[k + 1][1] * old[k + 1][0] for k in range(len(old) - 1)): return None  # not one strided run
   if any(m != (0, s) for s, _, m in old[1:]): return None  # a masked inner axis can't be merged
   size = prod(s for s, _, _ in old)
@@ -124,7 +145,7 @@ def _reshape_group(old: list[tuple[int, int, tuple[int, int]]], new: list[int]) 
   strides, masks, acc = [], [], size
   for n in new:
     acc //= n
-    strides.append(old[-1][1] * acc)
+    strides.append(ssimplify(old[-1][1] * acc))
     if lo % acc == 0 and hi % acc == 0: masks.append((lo // acc, hi // acc)); lo, hi = 0, acc
     elif lo // acc == (hi - 1) // acc:
       q = lo // acc
@@ -146,7 +167,7 @@ def merge_views(inner: View, outer: View) -> View | None:
   sum(|stride_k| * j_k) with j_k >= 0; the merge exists when no mixed-radix digit of inner.shape can carry."""
   if inner.contiguous: return outer
   if inner.is_empty() and 0 not in outer.shape: return empty_view(outer.shape)
-  if 0 in inner.shape or 0 in outer.shape or outer.is_empty() or inner.is_empty(): return None
+  if 0 in inner.shape or 0 in outer.shape or outer.is_empty() or inner.is_empty() or is_symbolic(inner) or is_symbolic(outer): return None
   ranges = outer.mask or tuple((0, s) for s in outer.shape)
   base = outer.offset + sum(st * (lo if st > 0 else hi - 1) for st, (lo, hi) in zip(outer.strides, ranges))
   if base < 0 or base >= inner.size: return None
@@ -175,13 +196,13 @@ def merge_views(inner: View, outer: View) -> View | None:
     mask[k] = (max(mask[k][0], ilo), min(mask[k][1], ihi + 1))
   return View.create(outer.shape, tuple(strides), offset, tuple(mask) if outer.mask or inner.mask else None)
 
-def unravel(idx: UOp, shape: tuple[int, ...]) -> list[UOp]:
+def unravel(idx: UOp, shape: tuple[sint, ...]) -> list[UOp]:
   """Per-axis indices of flat index `idx` into a contiguous array of `shape`."""
   out, acc = [], 1
   for i, s in enumerate(reversed(shape)):
     if s == 1: out.append(UOp.const(idx.dtype, 0))
-    else: out.append(idx // acc if i == len(shape) - 1 else (idx // acc) % s)
-    acc *= s
+    else: out.append(idx // _idx(acc, idx.dtype) if i == len(shape) - 1 else (idx // _idx(acc, idx.dtype)) % _idx(s, idx.dtype))
+    acc = ssimplify(acc * s)
   return out[::-1]
 
 @dataclass(frozen=True)
@@ -189,11 +210,11 @@ class ShapeTracker:
   views: tuple[View, ...]
 
   @staticmethod
-  def from_shape(shape: tuple[int, ...]) -> ShapeTracker: return ShapeTracker((View.create(tuple(shape)),))
+  def from_shape(shape: tuple[sint, ...]) -> ShapeTracker: return ShapeTracker((View.create(tuple(shape)),))
   @property
-  def shape(self) -> tuple[int, ...]: return self.views[-1].shape
+  def shape(self) -> tuple[sint, ...]: return self.views[-1].shape
   @property
-  def size(self) -> int: return self.views[-1].size
+  def size(self) -> sint: return self.views[-1].size
   @property
   def contiguous(self) -> bool: return len(self.views) == 1 and self.views[0].contiguous
   def __add__(self, other: ShapeTracker) -> ShapeTracker:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import math, weakref
 from typing import Any
 from ir.dtype import DType, dtypes, as_const, truncate
-from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, COMPARISON, exec_alu
 
 _UNSET = object()
@@ -97,6 +96,14 @@ class UOp:
   def __lshift__(self, x): return self._binop(Ops.SHL, x)
   def __rshift__(self, x): return self._binop(Ops.SHR, x)
   __hash__ = object.__hash__
+  def __index__(self) -> int: raise TypeError(f"{pretty(self)} is symbolic: this needs a concrete int (an op that doesn't take symbolic sizes?)")
+  def __bool__(self) -> bool:
+    """A comparison is true or false when the bounds of its Variables decide it (so `size < 4` works on a symbolic
+    size that is always below 4); one they don't decide is an error instead of a silently true object."""
+    if self.op not in COMPARISON: return True
+    lo, hi = self.bounds
+    if lo != hi: raise TypeError(f"the truth of {pretty(self)} depends on the values of its Variables")
+    return bool(lo)
   def eq(self, x) -> UOp: return self._binop(Ops.CMPEQ, x)
   def ne(self, x) -> UOp: return self._binop(Ops.CMPNE, x)
   def maximum(self, x) -> UOp: return self._binop(Ops.MAX, x)
@@ -125,7 +132,7 @@ class UOp:
 
   # ---- tensor-graph properties and constructors ----
   @property
-  def shape(self) -> tuple[int, ...]:
+  def shape(self) -> tuple[sint, ...]:
     if self._shape is None: object.__setattr__(self, "_shape", _infer_shape(self))
     return self._shape
   @property
@@ -145,27 +152,29 @@ class UOp:
     u = self
     while u.op in MOVEMENT: u = u.src[0]
     return u
-  def reshape(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(shape)
-    if prod(shape) != prod(self.shape) or any(s < 0 for s in shape): raise ValueError(f"can't reshape {self.shape} to {shape}")
+  def reshape(self, shape: tuple[sint, ...]) -> UOp:
+    shape = tuple(ssimplify(s) for s in shape)
+    if any(smin(s) < 0 for s in shape): raise ValueError(f"can't reshape {self.shape} to {shape}: negative size")
+    if sprod(shape) != sprod(self.shape):
+      raise ValueError(f"can't reshape {self.shape} to {shape}: {sprod(self.shape)} elements into {sprod(shape)}")
     return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def permute(self, order: tuple[int, ...]) -> UOp:
     order = tuple(order)
     if sorted(order) != list(range(len(self.shape))): raise ValueError(f"permute order {order} is not a permutation of the axes of shape {self.shape}")
     return self if order == tuple(range(len(order))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
-  def expand(self, shape: tuple[int, ...]) -> UOp:
-    shape = tuple(shape)
+  def expand(self, shape: tuple[sint, ...]) -> UOp:
+    shape = tuple(ssimplify(s) for s in shape)
     if len(shape) != len(self.shape) or any(s != n and s != 1 for s, n in zip(self.shape, shape)):
       raise ValueError(f"can't expand {self.shape} to {shape}")
     return self if shape == self.shape else UOp(Ops.EXPAND, self.dtype, (self,), shape)
-  def pad(self, padding: tuple[tuple[int, int], ...]) -> UOp:
-    padding = tuple((int(a), int(b)) for a, b in padding)
-    if len(padding) != len(self.shape) or any(a < 0 or b < 0 for a, b in padding): raise ValueError(f"invalid padding {padding} for shape {self.shape}")
+  def pad(self, padding: tuple[tuple[sint, sint], ...]) -> UOp:
+    padding = tuple((_dim(a), _dim(b)) for a, b in padding)
+    if len(padding) != len(self.shape) or any(smin(a) < 0 or smin(b) < 0 for a, b in padding): raise ValueError(f"invalid padding {padding} for shape {self.shape}")
     return self if all(p == (0, 0) for p in padding) else UOp(Ops.PAD, self.dtype, (self,), padding)
-  def shrink(self, bounds: tuple[tuple[int, int], ...]) -> UOp:
-    bounds = tuple((int(a), int(b)) for a, b in bounds)
-    if len(bounds) != len(self.shape) or any(not 0 <= a <= b <= s for (a, b), s in zip(bounds, self.shape)):
-      raise ValueError(f"invalid shrink {bounds} for shape {self.shape}")
+  def shrink(self, bounds: tuple[tuple[sint, sint], ...]) -> UOp:
+    bounds = tuple((_dim(a), _dim(b)) for a, b in bounds)
+    if len(bounds) != len(self.shape) or not all(_shrink_fits(a, b, s) for (a, b), s in zip(bounds, self.shape)):
+      raise ValueError(f"invalid shrink {bounds} for shape {self.shape}: a range must lie in [0, size] (where the size is fixed, for every value its Variables may take)")
     return self if all(b == (0, s) for b, s in zip(bounds, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), bounds)
   def flip(self, axes: tuple[bool, ...]) -> UOp:
     axes = tuple(bool(a) for a in axes)
@@ -177,7 +186,7 @@ class UOp:
     if not axes: return self
     return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, axes))
 
-def _infer_shape(u: UOp) -> tuple[int, ...]:
+def _infer_shape(u: UOp) -> tuple[sint, ...]:
   if u.op is Ops.BUFFER: return (u.arg[0].size,)
   if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND): return ()
   if u.op is Ops.ARANGE: return (u.arg,)
@@ -185,8 +194,8 @@ def _infer_shape(u: UOp) -> tuple[int, ...]:
   if u.op is Ops.GRAD_OVERRIDE: return u.src[0].shape
   if u.op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if u.op is Ops.PERMUTE: return tuple(u.src[0].shape[i] for i in u.arg)
-  if u.op is Ops.PAD: return tuple(s + a + b for s, (a, b) in zip(u.src[0].shape, u.arg))
-  if u.op is Ops.SHRINK: return tuple(b - a for a, b in u.arg)
+  if u.op is Ops.PAD: return tuple(ssimplify(s + a + b) for s, (a, b) in zip(u.src[0].shape, u.arg))
+  if u.op is Ops.SHRINK: return tuple(ssimplify(b - a) for a, b in u.arg)
   if u.op is Ops.REDUCE_AXIS: return tuple(1 if i in u.arg[1] else s for i, s in enumerate(u.src[0].shape))
   if u.op is Ops.VIEW: return u.arg.shape
   if u.op in ELEMENTWISE or u.op in (Ops.FLIP, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.ASSIGN):
@@ -243,6 +252,7 @@ def sym_infer(u: UOp, var_vals: dict[str, int]) -> int:
 def pretty(u: UOp, depth: int = 3) -> str:
   if u.op is Ops.CONST: return f"{u.arg!r}" if u.dtype in (dtypes.int32, dtypes.bool, dtypes.float32) else f"{u.arg!r}:{u.dtype.name}"
   if u.op is Ops.DEFINE_VAR: return u.arg[0]
+  if u.op is Ops.BIND: return f"{u.src[0].arg[0]}={u.src[1].arg}"
   if u.op is Ops.RANGE: return f"r{u.arg}"
   if u.op is Ops.SPECIAL: return u.arg[0]
   if depth == 0: return f"<{u.op.name}>"
@@ -252,3 +262,61 @@ def pretty(u: UOp, depth: int = 3) -> str:
 def variables(u: UOp) -> list[UOp]:
   """The DEFINE_VAR nodes under `u`, sorted by name."""
   return sorted((x for x in u.toposort() if x.op is Ops.DEFINE_VAR), key=lambda v: v.arg)
+
+# ---- symbolic dimensions: a shape entry is an int or an integer UOp of Variables (bound ones in tensor graphs) ----
+sint = int | UOp
+
+def ssimplify(x: sint) -> sint:
+  """A dimension in canonical form (so equal expressions are the same node: a sum's terms in one order), as an int
+  when it is constant."""
+  if not isinstance(x, UOp): return x
+  from ir.symbolic import build_sum, simplify, split_terms  # ir.symbolic builds on this module
+  x = simplify(x)
+  if x.op is Ops.CONST and not x.src: return x.arg
+  terms, k = split_terms(x)
+  return build_sum(dict(sorted(terms.items(), key=lambda t: pretty(t[0], 8))), k, x) if len(terms) > 1 else x
+
+def _dim(x) -> sint: return ssimplify(x) if isinstance(x, UOp) else int(x)
+
+def sprod(xs) -> sint:
+  """The product of dimensions; symbolic factors multiply in one order (by their text) so equal products are one node."""
+  out, syms = 1, []
+  for x in xs:
+    if isinstance(x, UOp): syms.append(x)
+    else: out *= x
+  if not syms or out == 0: return out
+  acc = None
+  for x in sorted(syms, key=lambda u: pretty(u, 8)): acc = x if acc is None else acc * x
+  return ssimplify(acc * out)
+
+def smin(x: sint) -> int: return x.vmin if isinstance(x, UOp) else x
+def smax(x: sint) -> int: return x.vmax if isinstance(x, UOp) else x
+def all_int(xs) -> bool: return all(isinstance(x, int) for x in xs)
+
+def sym_value(x: sint) -> int | None:
+  """The value of a dimension with the values its bound Variables carry; None when it holds an unbound one."""
+  if not isinstance(x, UOp): return x
+  try: return sym_infer(x, {b.src[0].arg[0]: b.src[1].arg for b in x.toposort() if b.op is Ops.BIND})
+  except KeyError: return None
+
+def _shrink_fits(a: sint, b: sint, s: sint) -> bool:
+  """0 <= a <= b <= s for the bound values; where the dimension is fixed, also for every value the Variables may take
+  (a later value, such as a JIT replay's, must not reach past it)."""
+  now = [sym_value(x) for x in (a, b, s)]
+  if None not in now and not 0 <= now[0] <= now[1] <= now[2]: return False
+  return not isinstance(s, int) or (smin(a) >= 0 and smin(ssimplify(b - a)) >= 0 and smax(b) <= s)
+
+def map_args(root: UOp, arg_fn, node_fn=lambda n: n) -> dict[UOp, UOp]:
+  """{node under root: its replacement}, where every UOp inside a node's arg (shapes, paddings, shrink bounds) is
+  replaced by arg_fn(it), and a node by node_fn(node) where that gives another node."""
+  done: dict[UOp, UOp] = {}
+  def arg_of(a):
+    if isinstance(a, UOp): return arg_fn(a)
+    if not isinstance(a, tuple): return a
+    new = tuple(arg_of(x) for x in a)
+    return a if all(x is y for x, y in zip(new, a)) else new
+  for n in root.toposort():
+    if (m := node_fn(n)) is not n: done[n] = m; continue
+    src, arg = tuple(done[s] for s in n.src), arg_of(n.arg) if n.op is not Ops.VIEW else n.arg
+    done[n] = n if arg is n.arg and all(a is b for a, b in zip(src, n.src)) else UOp(n.op, n.dtype, src, arg)
+  return done

@@ -1,17 +1,20 @@
 """TinyJit: the first call runs normally, the second records every kernel and copy it runs, and from the third on
 those are replayed with the new inputs' buffers, without running the Python function or the scheduler again.
 Python values (ints, branches, shapes of intermediate results) are frozen at capture; returned tensors are the same
-objects on every replay, refilled in place (call .clone().realize() to keep a result)."""
+objects on every replay, refilled in place (call .clone().realize() to keep a result). Variables bound in the inputs'
+views (`x[:v.bind(n)]`) or passed as arguments may take other values on replay: the captured kernels run with the new
+values, and returned tensors of symbolic shape take them too."""
 from __future__ import annotations
 import functools, time
 from dataclasses import dataclass
 from typing import Any, Callable
 from ir.ops import Ops
 from ir.shapetracker import ShapeTracker
+from ir.uop import UOp
 from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE, PROFILE
 from drivers.device import Buffer, Device, GlobalCounters
 from tg.realize import ExecItem, capture_stack, engine_copies
-from tg.schedule import buffer_of
+from tg.schedule import buffer_of, rebind, unbind
 from tg.tensor import Tensor
 
 class JitError(RuntimeError): pass
@@ -40,29 +43,45 @@ def _output_tensors(ret: Any) -> list[Tensor]:
 
 @dataclass(frozen=True)
 class InputInfo:
-  """What a replay's input must match: the view of its buffer, dtype and device."""
+  """What a replay's input must match: the view of its buffer (with its Variables unbound), dtype and device."""
   view: ShapeTracker
   buffer_size: int
   dtype: Any
   device: str
 
-def _describe(t: Tensor) -> tuple[Buffer, InputInfo]:
-  found = buffer_of(t.uop)
+def _describe(t: Tensor) -> tuple[Buffer, InputInfo, dict[str, int]]:
+  """The input's buffer, what a replay must match, and the values its view binds."""
+  unbound, var_vals = unbind(t.uop, t.uop.toposort())
+  found = buffer_of(unbound.get(t.uop, t.uop))
   if found is None: raise JitError("JIT inputs must be realized buffers")
   buf, st = found
-  return buf, InputInfo(st, buf.size, t.dtype, t.device)
+  return buf, InputInfo(st, buf.size, t.dtype, t.device), var_vals
+
+def _bound_values(described: list, args: tuple, kwargs: dict) -> dict[str, int]:
+  """The Variable values of one call: bound in the inputs' views, or bound Variables passed as arguments."""
+  out: dict[str, int] = {}
+  found = [vv for _, _, vv in described] + [{a.src[0].arg[0]: a.src[1].arg} for a in (*args, *kwargs.values()) if isinstance(a, UOp) and a.op is Ops.BIND]
+  for name, value in ((k, v) for vv in found for k, v in vv.items()):
+    if out.setdefault(name, value) != value: raise JitError(f"Variable {name!r} is bound to both {out[name]} and {value} in one call")
+  return out
+
+def _rebound(u: UOp, var_vals: dict[str, int]) -> UOp:
+  """A returned tensor's view with its Variables bound to this call's values."""
+  unbound, _ = unbind(u, u.toposort())
+  return rebind(unbound[u], var_vals) if unbound else u
 
 class GraphBatch:
-  """Consecutive captured calls run through their devices' graph executor (one command buffer per device)."""
-  def __init__(self, items: list[ExecItem], slots: dict[int, int], graph: type):
-    self.items, self.graph = items, graph(items, slots)
-  def run(self, inputs: list[Buffer]) -> None:
+  """Consecutive captured calls run through their devices' graph executor (one command buffer per device); the
+  Variables named in `variables` are patched with each replay's values."""
+  def __init__(self, items: list[ExecItem], slots: dict[int, int], graph: type, variables: frozenset[str]):
+    self.items, self.graph = items, graph(items, slots, variables)
+  def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
     """Submits the batch; at DEBUG>=2 or with PROFILE it is timed to completion (as an eager kernel is), else not timed."""
     timed = DEBUG >= 2 or bool(PROFILE)
     devs = [Device[d] for d in dict.fromkeys(map(_device_of, self.items))] if timed else []
     for d in devs: d.synchronize()  # the time is this batch's alone, not that of work queued before it
     st = time.perf_counter()
-    self.graph(inputs)
+    self.graph(inputs, var_vals)
     for d in devs: d.synchronize()
     et = time.perf_counter() - st if timed else 0.0
     kernels = [ei for ei in self.items if ei.runner is not None]
@@ -72,27 +91,30 @@ class GraphBatch:
 
 def _device_of(ei: ExecItem) -> str: return ei.runner.device if ei.runner is not None else ei.bufs[0].device
 
-def _graph_of(ei: ExecItem) -> type | None:
-  """The graph executor that can run this call: its device's, and for a copy one that its copy engine can do."""
+def _graph_of(ei: ExecItem, variables: frozenset[str]) -> type | None:
+  """The graph executor that can run this call: its device's, and for a copy one that its copy engine can do. A
+  graph patches a Variable's argument word with its value as is, which only a value >= 0 has in every argument
+  encoding: a kernel taking a replayed Variable that may be negative runs outside graphs."""
   graph = Device[_device_of(ei)].graph
   if ei.runner is None and not engine_copies(ei.bufs[0].device, ei.bufs[1].device): return None
+  if ei.runner is not None and any(v.arg[0] in variables and v.vmin < 0 for v in ei.runner.spec.vars): return None
   return graph
 
-def batch_into_graphs(items: list[ExecItem], slots: dict[int, int]) -> list[ExecItem | GraphBatch]:
+def batch_into_graphs(items: list[ExecItem], slots: dict[int, int], variables: frozenset[str] = frozenset()) -> list[ExecItem | GraphBatch]:
   """JIT=1: runs of consecutive calls that one graph executor can run become batches, the first at most
-  JIT_BATCH_SIZE calls and each next one twice as many. JIT=2: no batches."""
+  JIT_BATCH_SIZE calls and each next one twice as many. JIT=2: no batches. `variables`: the names replays bind."""
   if JIT.value >= 2: return list(items)
   steps: list[ExecItem | GraphBatch] = []
   batch: list[ExecItem] = []
   limit = max(JIT_BATCH_SIZE.value, 1)
   def flush():
     nonlocal limit
-    if len(batch) > 1: steps.append(GraphBatch(list(batch), slots, _graph_of(batch[0]))); limit *= 2
+    if len(batch) > 1: steps.append(GraphBatch(list(batch), slots, _graph_of(batch[0], variables), variables)); limit *= 2
     else: steps.extend(batch)
     batch.clear()
   for ei in items:
-    graph = _graph_of(ei)
-    if graph is None or (batch and _graph_of(batch[0]) is not graph): flush()
+    graph = _graph_of(ei, variables)
+    if graph is None or (batch and _graph_of(batch[0], variables) is not graph): flush()
     if graph is None: steps.append(ei)
     else:
       batch.append(ei)
@@ -101,18 +123,20 @@ def batch_into_graphs(items: list[ExecItem], slots: dict[int, int]) -> list[Exec
   return steps
 
 class CapturedJit:
-  def __init__(self, items: list[ExecItem], names: list, inputs: list[tuple[Buffer, InputInfo]], ret: Any):
-    self.items, self.names, self.ret = items, names, ret
-    self.input_buffers = [b for b, _ in inputs]
-    self.input_info = [i for _, i in inputs]
+  def __init__(self, items: list[ExecItem], names: list, inputs: list[tuple[Buffer, InputInfo, dict[str, int]]], ret: Any, variables: frozenset[str]):
+    self.items, self.names, self.ret, self.variables = items, names, ret, variables
+    self.input_buffers = [b for b, _, _ in inputs]
+    self.input_info = [i for _, i, _ in inputs]
     self.slots = {id(b): k for k, b in enumerate(self.input_buffers)}
     self.kernel_count = sum(1 for ei in items if ei.runner is not None)
-    self.steps = batch_into_graphs(items, self.slots)
+    self.steps = batch_into_graphs(items, self.slots, variables)
 
-  def __call__(self, inputs: list[Buffer]) -> Any:
+  def __call__(self, inputs: list[Buffer], var_vals: dict[str, int]) -> Any:
     for step in self.steps:
-      if isinstance(step, GraphBatch): step.run(inputs)
-      else: ExecItem(step.runner, [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in step.bufs], step.var_vals).run(jit=True)
+      if isinstance(step, GraphBatch): step.run(inputs, var_vals)
+      else: ExecItem(step.runner, [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in step.bufs], {**step.var_vals, **var_vals} if var_vals else step.var_vals).run(jit=True)
+    if var_vals:
+      for t in _output_tensors(self.ret): t.uop = _rebound(t.uop, var_vals)
     return self.ret
 
 class TinyJit:
@@ -137,22 +161,25 @@ class TinyJit:
     if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
     Tensor.realize_all(*(t for _, t in named))
     described = [_describe(t) for _, t in named]
-    if len({id(b) for b, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
+    if len({id(b) for b, _, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
+    var_vals = _bound_values(described, args, kwargs)
     if self.cnt == 0:
       self.cnt = 1
       return self.fxn(*args, **kwargs)
-    if self.cnt == 1: return self._capture(args, kwargs, [n for n, _ in named], described)
+    if self.cnt == 1: return self._capture(args, kwargs, [n for n, _ in named], described, frozenset(var_vals))
     names = [n for n, _ in named]
     if names != self.captured.names: raise JitError(f"args mismatch in JIT: expected inputs {self.captured.names}, got {names}")
-    infos = [i for _, i in described]
+    infos = [i for _, i, _ in described]
     if infos != self.captured.input_info:
       bad = next(k for k, (a, b) in enumerate(zip(infos, self.captured.input_info)) if a != b)
       raise JitError(f"args mismatch in JIT: input {names[bad]!r} expected {_show(self.captured.input_info[bad])}, got {_show(infos[bad])}")
     self.cnt += 1
     if DEBUG >= 1 and self.cnt % 10 == 0: print(f"jit execs {self.cnt - 2} calls")
-    return self.captured([b for b, _ in described])
+    if set(var_vals) != self.captured.variables:
+      raise JitError(f"args mismatch in JIT: the inputs bind Variables {sorted(var_vals)}, the capture bound {sorted(self.captured.variables)}")
+    return self.captured([b for b, _, _ in described], var_vals)
 
-  def _capture(self, args, kwargs, names, described) -> Any:
+  def _capture(self, args, kwargs, names, described, variables: frozenset[str]) -> Any:
     if capture_stack: raise RuntimeError("having TinyJit inside another TinyJit is not supported")
     items: list[ExecItem] = []
     capture_stack.append(items)
@@ -162,7 +189,7 @@ class TinyJit:
       Tensor.realize_all(*outs)
     finally: capture_stack.pop()
     if not items: raise JitError("didn't JIT anything!")
-    self.captured = CapturedJit(plan_memory(items, {id(b) for b, _ in described}), names, described, ret)
+    self.captured = CapturedJit(plan_memory(items, {id(b) for b, _, _ in described}), names, described, ret, variables)
     self.cnt = 2
     if DEBUG >= 1: print(f"JIT captured {self.captured.kernel_count} kernels with {len(described)} inputs")
     return ret

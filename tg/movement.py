@@ -7,7 +7,7 @@ import numpy as np
 from ir.dtype import dtypes
 from ir.helpers import argsort, broadcast_shape, prod
 from ir.ops import Ops
-from ir.uop import UOp
+from ir.uop import UOp, all_int, smin, sprod, ssimplify
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
@@ -19,6 +19,13 @@ def _tensor_list(first, rest) -> list:
   tensors = [t for a in (first, *rest) for t in (a if isinstance(a, (list, tuple)) else (a,))]
   if not tensors: raise RuntimeError("expected a non-empty list of tensors")
   return tensors
+
+def _symbolic_slice(i: slice, n) -> tuple:
+  """(start, stop) of a step-1 slice with a bound Variable in its bounds or its dimension's size; negative ints count
+  from the end as in Python (the shrink checks the range)."""
+  if i.step not in (None, 1): raise IndexError(f"a slice with symbolic bounds or of a symbolic size takes step 1, got {i}")
+  at = lambda v, default: default if v is None else ssimplify(n + v) if isinstance(v, int) and v < 0 else v
+  return at(i.start, 0), at(i.stop, n)
 
 class MovementMixin:
   __slots__ = ()
@@ -34,10 +41,15 @@ class MovementMixin:
     shape = tuple(s if s is not None else self.shape[i] for i, s in enumerate(_flat_shape(shape)))
     if shape.count(-1) > 1: raise ValueError(f"only one dimension can be -1 in reshape {shape}")
     if -1 in shape:
-      known = prod(s for s in shape if s != -1)
-      if known == 0 or self.numel() % known: raise ValueError(f"can't reshape {self.shape} to {shape}")
-      shape = tuple(self.numel() // known if s == -1 else s for s in shape)
-    if any(not isinstance(s, int) or s < 0 for s in shape): raise ValueError(f"invalid shape {shape}")
+      # symbolic sizes kept from self's shape cancel out; the rest must divide by the remaining sizes
+      rest, known = [self.numel()] if all_int(self.shape) else list(self.shape), 1
+      for s in shape:
+        if isinstance(s, UOp) and s in rest: rest.remove(s)
+        elif s != -1: known = known * s
+      missing = ssimplify(sprod(rest) // known) if isinstance(known, int) and known != 0 else None
+      if missing is None or sprod((missing, known)) != sprod(rest): raise ValueError(f"can't reshape {self.shape} to {shape}")
+      shape = tuple(missing if s == -1 else s for s in shape)
+    if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in shape): raise ValueError(f"invalid shape {shape}")
     return self._new(self.uop.reshape(shape))
   def view(self, *shape) -> Tensor: return self.reshape(*shape)
   def permute(self, *order) -> Tensor:
@@ -48,7 +60,7 @@ class MovementMixin:
     if len(shape) < self.ndim: raise ValueError(f"can't expand {self.shape} to {shape}: fewer dimensions")
     base = (1,) * (len(shape) - self.ndim) + self.shape
     for i, (s, b) in enumerate(zip(shape, base)):
-      if not isinstance(s, int) or s < -1 or (s == -1 and i < len(shape) - self.ndim) or (b != 1 and s not in (-1, b)):
+      if not isinstance(s, (int, UOp)) or smin(s) < -1 or (s == -1 and i < len(shape) - self.ndim) or (b != 1 and s not in (-1, b)):
         raise ValueError(f"can't expand {self.shape} to {shape}: each size must be -1 (keep), the existing size, or any size >= 0 where it is 1")
     return self._new(self.uop.reshape(base).expand(tuple(b if s == -1 else s for s, b in zip(shape, base))))
   def expand_as(self, other: Tensor) -> Tensor: return self.expand(other.shape)
@@ -62,19 +74,22 @@ class MovementMixin:
     """`padding` is torch's flat (left, right, top, bottom, ...) from the last dim, or one (before, after)/None per dim.
     Negative amounts remove elements. Modes: constant, reflect, replicate, circular. Errors are PyTorch's types: an
     unknown mode is NotImplementedError, bad amounts RuntimeError."""
-    if all(isinstance(p, int) for p in padding):
+    if all(isinstance(p, (int, UOp)) for p in padding):
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise RuntimeError(f"flat padding {padding} needs pairs for at most {self.ndim} dims")
       pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
     else:
       if len(padding) != self.ndim: raise RuntimeError(f"padding {padding} needs one pair per dimension of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
     if mode not in ("constant", "reflect", "replicate", "circular"): raise NotImplementedError(f"unknown pad mode {mode!r}")
-    x = self.shrink([(-min(a, 0), s + min(b, 0)) for (a, b), s in zip(pairs, self.shape)])
-    pos = [(max(a, 0), max(b, 0)) for a, b in pairs]
+    symbolic = not all_int((*self.shape, *(p for pair in pairs for p in pair)))
+    if symbolic and mode != "constant": raise NotImplementedError(f"pad mode {mode!r} of symbolic sizes (shape {self.shape}, padding {pairs}); only 'constant' is supported")
+    cut = lambda a: min(a, 0) if isinstance(a, int) else 0  # a symbolic amount only adds (UOp.pad rejects one that may be negative)
+    x = self.shrink([(-cut(a), s + cut(b)) for (a, b), s in zip(pairs, self.shape)])
+    pos = [(a - cut(a), b - cut(b)) for a, b in pairs]
     if mode == "constant":
       out = x._new(x.uop.pad(tuple(pos)))
       if value == 0: return out
-      inside = type(self)(type(self).full(x.shape, True, device=x.device).uop.pad(tuple(pos)))
+      inside = type(self)(UOp.const(dtypes.bool, True, x.device).reshape((1,) * x.ndim).expand(x.shape).pad(tuple(pos)))
       return inside.where(out, value)
     for d, (a, b) in enumerate(pos):
       if a == 0 and b == 0: continue
@@ -350,11 +365,19 @@ class MovementMixin:
         continue
       n = x.shape[dim]
       if isinstance(i, type(self)): tensors.append((dim, i)); dim += 1; continue
+      if isinstance(i, int) and isinstance(n, UOp):  # one place of a symbolic size: a step-1 slice, squeezed
+        x = x.shrink([_symbolic_slice(slice(i, i + 1 if i != -1 else None), n) if k == dim else None for k in range(x.ndim)])
+        squeeze.append(dim); dim += 1
+        continue
       if isinstance(i, int):
         if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
         i = i + n if i < 0 else i
         x = x.shrink([(i, i + 1) if k == dim else None for k in range(x.ndim)])
         squeeze.append(dim); dim += 1
+        continue
+      if any(isinstance(v, UOp) for v in (i.start, i.stop, n)):
+        x = x.shrink([_symbolic_slice(i, n) if k == dim else None for k in range(x.ndim)])
+        dim += 1
         continue
       start, stop, step = i.indices(n)
       count = len(range(start, stop, step))

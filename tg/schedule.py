@@ -6,7 +6,10 @@ the root's view down through elementwise ops to the loads of other roots and buf
 is one kernel and elementwise work before a reduction runs inside it. A reduction whose only consumer kernel reads it
 through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too.
 Before any of this, factors that don't vary along a sum's axes move out of it (so equal sums meet as one node), and big
-reductions are split in two kernels."""
+reductions are split in two kernels.
+
+Variables bound in the graph (`t[:v.bind(3)]`) are taken out first (`unbind`): kernels see the Variable, so one
+compiled kernel serves every value; a symbolically shaped result gets a buffer for the Variables' largest values."""
 from __future__ import annotations
 import collections, functools, operator, sys
 from dataclasses import dataclass, field
@@ -15,8 +18,8 @@ from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, STORED_ZEROS, TRANSCENDENTAL, ZERO_PRESERVING
 from ir.switches import SPLIT_REDUCEOP
 from ir.pattern import substitute
-from ir.shapetracker import ShapeTracker, strides_for_shape
-from ir.uop import UOp
+from ir.shapetracker import ShapeTracker, is_symbolic, strides_for_shape
+from ir.uop import UOp, all_int, map_args, smax, sprod
 from drivers.device import Buffer
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -66,7 +69,7 @@ def buffer_of(u: UOp) -> tuple[Buffer, ShapeTracker] | None:
 def contiguous_region(u: UOp) -> Buffer | None:
   """The memory `u` covers when it is a row-major byte range of a realized buffer (the buffer or a view of it)."""
   found = buffer_of(u)
-  if found is None: return None
+  if found is None or any(is_symbolic(v) for v in found[1].views): return None
   buf, st = found
   v = st.views[0]
   if len(st.views) != 1 or v.mask is not None or v.offset < 0 or v.strides != strides_for_shape(st.shape): return None
@@ -80,6 +83,7 @@ def split_reduce(u: UOp) -> UOp | None:
   chunk's inputs stay in cache and the chunks run in parallel), then the sum over chunks."""
   op, axes = u.arg
   x = u.src[0]
+  if not all_int(x.shape): return None  # its size is known only at run time
   reduced, out = prod(x.shape[a] for a in axes), prod(u.shape)
   if reduced < SPLIT_MIN_REDUCE or reduced < SPLIT_MIN_RATIO * out: return None
   a = axes[0]
@@ -153,7 +157,6 @@ class Scheduler:
     for u in self.order:
       for s in u.src: self.consumers[s].append(u)
       self.devices[u] = self._device(u)
-    self.var_vals: dict[str, int] = {}
     self.roots: set[UOp] = set()
     self.buffers: dict[UOp, Buffer] = {}
     self.items: list[ScheduleItem] = []
@@ -172,7 +175,7 @@ class Scheduler:
     for t in self.targets:
       base = t.base
       if base.op is Ops.BUFFER: continue
-      self.roots.add(t if base.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.ARANGE) else base)
+      self.roots.add(t if base.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.ARANGE) else base)
     for u in self.order:
       if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.REDUCE_AXIS): self.roots.add(u)
       if u.op is Ops.TAKE and buffer_of(u.src[0]) is None: self.roots.add(u.src[0])  # a gather reads memory
@@ -211,7 +214,7 @@ class Scheduler:
     return cost
 
   # ---- kernel construction ----
-  def schedule(self) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+  def schedule(self) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
     self.choose_roots()
     for u in self.order:
       if u in self.roots: self._schedule_root(u)
@@ -220,14 +223,15 @@ class Scheduler:
     self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
     for old, new in self.replaced.items():  # nodes of the caller's graph that were rewritten (split reductions)
       if new in self.becomes: self.becomes[old] = self.becomes[new]
-    return _order(_merge_sibling_reductions(self.items)), self.becomes, self.var_vals
+    return _order(_merge_sibling_reductions(self.items)), self.becomes
 
   def _schedule_root(self, u: UOp) -> None:
-    if prod(u.shape) == 0 and u.op is not Ops.ASSIGN:
+    if sprod(u.shape) == 0 and u.op is not Ops.ASSIGN:
       self.buffers[u] = Buffer(self.devices[u], 0, u.dtype)
       self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (self.buffers[u],)).reshape(u.shape)
       return
     if u.op is Ops.COPY:
+      if not all_int(u.shape): raise NotImplementedError(f"copying a tensor of symbolic shape {u.shape} to {u.arg} is not supported")
       src = contiguous_region(u.src[0]) or contiguous_region(self.becomes[u.src[0]])
       out = self._new_buffer(u)
       self.items.append(ScheduleItem(u, [out, src]))
@@ -241,8 +245,11 @@ class Scheduler:
     return u.src[0] if u.op is Ops.CONTIGUOUS else u
 
   def _new_buffer(self, u: UOp) -> Buffer:
-    buf = self.buffers[u] = Buffer(self.devices[u], prod(u.shape), u.dtype)
-    self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (buf,)).reshape(u.shape)
+    """A buffer for `u`; for a symbolic shape one as big as the Variables' largest values, read through the front."""
+    size = sprod(u.shape)
+    buf = self.buffers[u] = Buffer(self.devices[u], smax(size), u.dtype)
+    whole = UOp(Ops.BUFFER, u.dtype, (), (buf,))
+    self.becomes[u] = (whole if isinstance(size, int) else whole.shrink(((0, size),))).reshape(u.shape)
     return buf
 
   def _schedule_assign(self, u: UOp) -> None:
@@ -312,10 +319,7 @@ class Scheduler:
         reads[b] = max(reads.get(b, 0), self.assign_version.get(n.src[0].base, 0))
         return UOp(Ops.LOAD, n.dtype, (glob(b), UOp(Ops.VIEW, arg=st), build(n.src[1], st)), (n.arg, x_view, n.shape))
       if n.op is Ops.ARANGE: return UOp(Ops.ARANGE, n.dtype, (UOp(Ops.VIEW, arg=st),))
-      if n.op in (Ops.BIND, Ops.DEFINE_VAR):
-        var = n.src[0] if n.op is Ops.BIND else n
-        if n.op is Ops.BIND: self.var_vals[var.arg[0]] = n.src[1].arg
-        return UOp(Ops.VIEW, var.dtype, (var,), st)
+      if n.op is Ops.DEFINE_VAR: return UOp(Ops.VIEW, n.dtype, (n,), st)
       if n.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD, Ops.CONTIGUOUS, Ops.GRAD_OVERRIDE): return build(n.src[0], st)
       if n.op is Ops.REDUCE_AXIS:
         assert n is root, "a reduction is always a kernel root"
@@ -328,7 +332,7 @@ class Scheduler:
 
     val = build(value, ShapeTracker.from_shape(value.shape)) if root.op is Ops.REDUCE_AXIS else build(value, ShapeTracker.from_shape(root.shape))
     store = UOp(Ops.STORE, dtypes.void, (glob(out), UOp(Ops.VIEW, arg=out_st), val))
-    return ScheduleItem(UOp(Ops.SINK, dtypes.void, (store,)), bufs, dict(self.var_vals), reads=reads)
+    return ScheduleItem(UOp(Ops.SINK, dtypes.void, (store,)), bufs, reads=reads)
 
 def _loads_of(ast: UOp, index: int) -> list[UOp]: return [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].arg == index]
 
@@ -356,7 +360,7 @@ def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
   store = e.ast.src[0]
   out_shape = r.ast.src[0].src[1].arg.shape
   kernel_shape = store.src[1].arg.shape
-  if prod(kernel_shape) != prod(out_shape): return False
+  if sprod(kernel_shape) != sprod(out_shape): return False
   if any(u.op is Ops.REDUCE_AXIS for u in e.ast.toposort()): return False
   for load in _loads_of(e.ast, idx):
     st = load.src[1].arg
@@ -370,7 +374,6 @@ def _fuse_into(r: ScheduleItem, red: UOp, e: ScheduleItem, idx: int) -> bool:
   mapping = {u: u.replace(arg=u.arg.reshape(out_shape)) for u in nodes if u.op is Ops.VIEW}
   mapping.update({u: fused_red for u in nodes if u.op is Ops.LOAD and u.src[0].arg == idx})
   e.ast = substitute(e.ast, mapping)
-  e.var_vals = {**r.var_vals, **e.var_vals}
   for b, v in r.reads.items(): e.reads[b] = max(e.reads.get(b, 0), v)
   e.reads.pop(r.bufs[0], None)
   # the reduction's buffer is no longer read: drop it from e and renumber the globals after it
@@ -422,7 +425,7 @@ def _merged(first: ScheduleItem, second: ScheduleItem) -> ScheduleItem:
   bufs = [first.bufs[0], second.bufs[0]] + list(dict.fromkeys(first.bufs[1:] + second.bufs[1:]))
   stores = tuple(_renumber(it.ast, {i: bufs.index(b) for i, b in enumerate(it.bufs)}).src[0] for it in (first, second))
   reads = {b: max(first.reads.get(b, 0), second.reads.get(b, 0)) for b in {**first.reads, **second.reads}}
-  return ScheduleItem(UOp(Ops.SINK, dtypes.void, stores), bufs, {**first.var_vals, **second.var_vals}, reads=reads)
+  return ScheduleItem(UOp(Ops.SINK, dtypes.void, stores), bufs, reads=reads)
 
 def _renumber(ast: UOp, new_index: dict[int, int]) -> UOp:
   return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype, (), new_index[g.arg]) for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL})
@@ -466,3 +469,40 @@ def _resolve(u: UOp) -> UOp:
   out = _resolve(base.src[0])
   for m in reversed(chain): out = UOp(m.op, m.dtype, (out,), m.arg)
   return out
+
+def _holds_uop(arg: tuple) -> bool:
+  for x in arg:  # a plain loop: this runs on every node of every schedule
+    if x.__class__ is UOp or (x.__class__ is tuple and _holds_uop(x)): return True
+  return False
+
+def unbind(sink: UOp, order: list[UOp]) -> tuple[dict[UOp, UOp], dict[str, int]]:
+  """({node under sink: the node with every bound Variable replaced by the Variable}, {name: bound value}) for the
+  graph whose toposort is `order`; ({}, {}) when it has no Variables. A name bound to two values, or two Variables
+  of one name, is an error."""
+  for n in order:
+    if n.op is Ops.BIND or n.op is Ops.DEFINE_VAR or (n.arg.__class__ is tuple and _holds_uop(n.arg)): break
+  else: return {}, {}
+  var_vals: dict[str, int] = {}
+  named: dict[str, UOp] = {}
+  memo: dict[UOp, UOp] = {}
+  def unbound(x: UOp) -> UOp:
+    if x in memo: return memo[x]
+    nodes = x.toposort()
+    for n in nodes:
+      if n.op is Ops.DEFINE_VAR and named.setdefault(n.arg[0], n) is not n:
+        raise ValueError(f"two Variables named {n.arg[0]!r} with different ranges: {named[n.arg[0]].arg[1:]} and {n.arg[1:]}")
+      if n.op is Ops.BIND and var_vals.setdefault(n.src[0].arg[0], n.src[1].arg) != n.src[1].arg:
+        raise ValueError(f"Variable {n.src[0].arg[0]!r} is bound to both {var_vals[n.src[0].arg[0]]} and {n.src[1].arg}")
+    binds = {b: b.src[0] for b in nodes if b.op is Ops.BIND}
+    memo[x] = substitute(x, binds) if binds else x
+    return memo[x]
+  mapping = map_args(sink, unbound, lambda n: unbound(n) if n.op in (Ops.BIND, Ops.DEFINE_VAR) else n)
+  if missing := sorted(set(named) - set(var_vals)): raise ValueError(f"Variable {missing[0]!r} is not bound to a value: use {missing[0]}.bind(n)")
+  return mapping, var_vals
+
+def rebind(u: UOp, var_vals: dict[str, int]) -> UOp:
+  """`u` with each Variable in its shapes bound to its value in var_vals (the inverse of unbind)."""
+  def bound(x: UOp) -> UOp:
+    vs = {v: v.bind(var_vals[v.arg[0]]) for v in x.toposort() if v.op is Ops.DEFINE_VAR and v.arg[0] in var_vals}
+    return substitute(x, vs) if vs else x
+  return map_args(u, bound)[u]

@@ -1,5 +1,6 @@
-"""SCACHE: a graph that differs from an earlier one only in which input buffers it reads gets that graph's schedule
-again (same kernel ASTs, fresh intermediate buffers) without running the scheduler."""
+"""SCACHE: a graph that differs from an earlier one only in which input buffers it reads, or in the values bound to
+its Variables, gets that graph's schedule again (same kernel ASTs, fresh intermediate buffers) without running the
+scheduler."""
 from __future__ import annotations
 import time
 from collections import OrderedDict
@@ -10,7 +11,7 @@ from ir.pattern import substitute
 from ir.switches import DEBUG, SCACHE
 from ir.uop import UOp
 from drivers.device import Buffer
-from tg.schedule import ScheduleItem, Scheduler
+from tg.schedule import ScheduleItem, Scheduler, rebind, unbind
 
 MAX_ENTRIES = 512
 
@@ -40,18 +41,27 @@ class SlotView:
 class _Template:
   items: list[ScheduleItem]          # bufs hold BufferSlots (inputs) and the template's own Buffers (intermediates)
   becomes: list[tuple[int, UOp]]     # (position of the node in the graph's toposort, its BUFFER view)
-  var_vals: dict[str, int]
   fresh: list[Buffer]                # the template's intermediates, replaced by new Buffers on every use
 
 _cache: OrderedDict[UOp, _Template] = OrderedDict()
 stats = {"hits": 0, "misses": 0}
 
 def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
-  """(kernels and copies in run order, {realized node: its BUFFER view}, Variable values), through the cache."""
-  st = time.perf_counter()
-  if not SCACHE: return Scheduler(targets).schedule()
+  """(kernels and copies in run order, {realized node: its BUFFER view}, Variable values), through the cache. Every
+  item carries the Variable values; a symbolically shaped result's view is bound to them again."""
   sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
   order = sink.toposort()
+  unbound, var_vals = unbind(sink, order)
+  if unbound: order = unbound[sink].toposort()
+  items, becomes = _schedule(order[-1], order)
+  if unbound: becomes = {node: rebind(becomes[new], var_vals) for node, new in unbound.items() if new in becomes}
+  for it in items: it.var_vals = dict(var_vals)
+  return items, becomes, var_vals
+
+def _schedule(sink: UOp, order: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+  """The schedule of the graph under `sink` (its toposort is `order`), from the cache when SCACHE allows."""
+  st = time.perf_counter()
+  if not SCACHE: return Scheduler(list(sink.src)).schedule()
   inputs = [u for u in order if u.op is Ops.BUFFER]
   slot_uops = {u: UOp(Ops.BUFFER, u.dtype, (), (BufferSlot(i, u.arg[0].device, u.arg[0].size, u.arg[0].dtype),)) for i, u in enumerate(inputs)}
   key = substitute(sink, slot_uops)
@@ -71,22 +81,22 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
   return out
 
 def _make_template(key: UOp) -> _Template:
-  items, becomes, var_vals = Scheduler(list(key.src)).schedule()
+  items, becomes = Scheduler(list(key.src)).schedule()
   position = {u: i for i, u in enumerate(key.toposort())}
   fresh = list(dict.fromkeys(b for it in items for b in it.bufs if isinstance(b, Buffer)))
   fresh += [v.base.arg[0] for v in becomes.values() if v.base.op is Ops.BUFFER and isinstance(v.base.arg[0], Buffer) and v.base.arg[0] not in fresh]
-  return _Template(items, [(position[k], v) for k, v in becomes.items() if k in position], var_vals, fresh)
+  return _Template(items, [(position[k], v) for k, v in becomes.items() if k in position], fresh)
 
-def _instantiate(t: _Template, inputs: list[UOp], order: list[UOp], slot_uops: dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp], dict[str, int]]:
+def _instantiate(t: _Template, inputs: list[UOp], order: list[UOp], slot_uops: dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   new_bufs = {b: Buffer(b.device, b.size, b.dtype) for b in t.fresh}
   real: dict = {slot.arg[0]: u.arg[0] for u, slot in slot_uops.items()}
   real.update(new_bufs)
   for v in {b for it in t.items for b in it.bufs if isinstance(b, SlotView)}:
     src = real[v.slot]
     real[v] = src.base.view(v.size, v.dtype, src.offset + v.offset)
-  items = [ScheduleItem(it.ast, [real[b] for b in it.bufs], dict(it.var_vals), it.writes_version, {real[b]: v for b, v in it.reads.items()})
+  items = [ScheduleItem(it.ast, [real[b] for b in it.bufs], {}, it.writes_version, {real[b]: v for b, v in it.reads.items()})
            for it in t.items]
   buffer_uops = {UOp(Ops.BUFFER, b.dtype, (), (b,)): UOp(Ops.BUFFER, nb.dtype, (), (nb,)) for b, nb in new_bufs.items()}
   buffer_uops.update({slot: u for u, slot in slot_uops.items()})
   becomes = {order[pos]: substitute(v, buffer_uops) for pos, v in t.becomes}
-  return items, becomes, dict(t.var_vals)
+  return items, becomes

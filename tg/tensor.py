@@ -5,9 +5,9 @@ import functools, pathlib, weakref
 from typing import Any, Sequence
 import numpy as np
 from ir.dtype import DType, check_fits, dtypes, fits, least_upper_dtype, to_dtype
-from ir.helpers import broadcast_shape, dedup, prod
-from ir.ops import Ops, MOVEMENT
-from ir.uop import UOp
+from ir.helpers import broadcast_shape, dedup
+from ir.ops import Ops, ALU, MOVEMENT
+from ir.uop import UOp, all_int, map_args, sint, sprod, ssimplify, sym_value
 from drivers.device import Buffer, Device
 from tg.creation import CreationMixin
 from tg.elementwise import ElementwiseMixin
@@ -28,6 +28,9 @@ def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
   return UOp(Ops.BUFFER, dtype, (), (buf,)).reshape(arr.shape)
 
 def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER
+
+def _variable_expression(y: Any) -> bool:
+  return isinstance(y, UOp) and dtypes.is_int(y.dtype) and all(n.op in (Ops.BIND, Ops.DEFINE_VAR) or n.op in ALU or (n.op is Ops.CONST and not n.src) for n in y.toposort())
 
 class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, ProcessingMixin, LossMixin):
   """An n-dimensional array on a device. `Tensor(data, device=None, dtype=None, requires_grad=False)` takes a Python
@@ -87,14 +90,16 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   # ---------------- properties ----------------
   @property
-  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  def shape(self) -> tuple[sint, ...]:
+    """The sizes; a symbolic one is an expression of bound Variables (`Tensor.ones(10)[:Variable("i", 1, 10).bind(3)]`)."""
+    return self.uop.shape
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
   def device(self) -> str: return self.uop.device
   @property
   def ndim(self) -> int: return len(self.shape)
-  def numel(self) -> int: return prod(self.shape)
+  def numel(self) -> sint: return sprod(self.shape)
   def element_size(self) -> int: return self.dtype.itemsize
   @property
   def nbytes(self) -> int: return self.numel() * self.element_size()
@@ -104,6 +109,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def is_leaf(self) -> bool: return self._leaf
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
+    if not isinstance(self.shape[0], int): raise TypeError(f"len() of a tensor whose first size is symbolic ({self.shape[0]})")
     return self.shape[0]
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous; use .item(), .any() or .all()")
   def __repr__(self) -> str: return f"<Tensor {self.uop.op.name} on {self.device} with shape {self.shape}, dtype {self.dtype}{', requires_grad' if self.requires_grad else ''}>"
@@ -136,10 +142,21 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def numpy(self) -> np.ndarray:
     """The values as a new numpy array (bfloat16 and fp8 come back as float32)."""
     if capture_stack: raise RuntimeError("cannot access tensor data during JIT capture, the value would be baked in")
+    if not all_int(self.shape): return self._concrete().numpy()
     if self.numel() == 0: return np.zeros(self.shape, dtype=value_dtype(self.dtype))
     buf = self._contiguous_buffer()
     raw = np.frombuffer(buf.as_bytes(), dtype=storage_dtype(self.dtype))
     return decode(raw, self.dtype).reshape(self.shape).copy()
+  def _concrete(self) -> Tensor:
+    """self with its bound Variables' values in place of its symbolic sizes: realized (in row-major order) first, so
+    the kernels computing it are the ones every value shares and what is left is a view of the front of a buffer."""
+    self.realize()
+    found = buffer_of(self.uop)
+    t = self if found is not None and found[1].contiguous else Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,))).realize()
+    def value(x: UOp) -> int:
+      if (v := sym_value(x)) is None: raise ValueError(f"can't read a tensor of shape {self.shape}: it has an unbound Variable")
+      return v
+    return Tensor(map_args(t.uop, value)[t.uop])
   def tolist(self) -> Any: return self.numpy().tolist()
   def item(self) -> Any:
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with one element, this one has shape {self.shape}")
@@ -197,8 +214,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x = self
     if not isinstance(y, Tensor):
+      if _variable_expression(y): y = ssimplify(y)  # a bound Variable or an expression of them, such as a symbolic size
       if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(check_fits(y, x._scalar_dtype(y)), y, x.device))
-      elif isinstance(y, UOp) and y.op in (Ops.BIND, Ops.DEFINE_VAR): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
+      elif _variable_expression(y): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
       else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")
     elif y.device != x.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
     if match_dtype and x.dtype != y.dtype:

@@ -143,3 +143,93 @@ def test_float_constants_passed_as_arguments_replay_with_their_values():
   step = TinyJit(lambda x: (x * 0.9 - 2.5).realize())
   for i in range(4):
     np.testing.assert_allclose(step(Tensor(base + i)).numpy(), (base + i) * np.float32(0.9) - np.float32(2.5), rtol=1e-6)
+
+# ---- Variables: one capture serves every value bound in the inputs' views or passed as an argument ----
+SYM = np.random.default_rng(7).standard_normal((3, 10)).astype(np.float32)
+
+@pytest.fixture
+def compiled(monkeypatch):
+  """The kernel ASTs compiled while a test runs."""
+  from tg import realize
+  asts = []
+  init = realize.CompiledRunner.__init__
+  def counting(self, device, ast):
+    asts.append(ast)
+    init(self, device, ast)
+  monkeypatch.setattr(realize.CompiledRunner, "__init__", counting)
+  return asts
+
+def test_one_capture_serves_several_sizes(compiled):
+  from tg import Variable
+  a = Tensor(SYM).realize()
+  jf = TinyJit(lambda x: ((x * 2 + 1).sum(0).realize(), (x - 1).realize()))
+  captured = None
+  for k, n in enumerate((2, 3, 5, 10, 1, 7)):
+    sums, shifted = jf(a[:, :Variable("i", 1, 10).bind(n)])
+    np.testing.assert_allclose(sums.numpy(), (SYM[:, :n] * 2 + 1).sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(shifted.numpy(), SYM[:, :n] - 1, rtol=1e-6)
+    assert sums.shape[0].src[1].arg == n, "a returned tensor of symbolic shape takes the call's value"
+    if k == 1: captured, compiled[:] = jf.captured, []
+    if k >= 2: assert jf.captured is captured
+  assert compiled == [], "replays with other values compile nothing"
+  assert jf.cnt == 6
+
+@pytest.mark.skipif(Device[Device.DEFAULT].graph is None, reason=f"{Device.DEFAULT} has no graph executor")
+def test_graph_replay_patches_the_variable():
+  from tg import Variable
+  from tg.jit import GraphBatch
+  a, b = Tensor(SYM).realize(), Tensor(SYM.T.copy()).realize()
+  def f(x, y):
+    s = (x @ y).realize()
+    return (s + s).realize()
+  jf = TinyJit(f)
+  for n in (4, 2, 9, 1, 10):
+    v = Variable("i", 1, 10).bind(n)
+    np.testing.assert_allclose(jf(a[:, :v], b[:v]).numpy(), 2 * SYM[:, :n] @ SYM[:, :n].T, rtol=1e-5, atol=1e-5)
+  assert [type(s) for s in jf.captured.steps] == [GraphBatch]
+
+def test_variable_arguments_replay_with_their_values():
+  from tg import Variable
+  from tg.jit import GraphBatch
+  def f(x, s): return ((x + s).realize() * 2).realize()
+  jf = TinyJit(f)
+  x = Tensor(SYM).realize()
+  for s in (-3, 2, -5, 5, 0):
+    np.testing.assert_allclose(jf(x, Variable("s", -5, 5).bind(s)).numpy(), (SYM + s) * 2, rtol=1e-6)
+  # a graph patches argument words with the value as is: kernels taking a Variable that may be negative run on their own
+  assert not any(isinstance(step, GraphBatch) and any(ei.runner.spec.vars for ei in step.items) for step in jf.captured.steps)
+
+def test_symbolic_inputs_must_match_the_capture():
+  from tg import Variable
+  a = Tensor(SYM).realize()
+  jf = TinyJit(lambda x: (x + 1).realize())
+  for n in (2, 3): jf(a[:, :Variable("i", 1, 10).bind(n)])
+  with pytest.raises(JitError, match="args mismatch"): jf(a[:, :Variable("j", 1, 10).bind(3)])
+  with pytest.raises(JitError, match="args mismatch"): jf(a[:, :3])
+  b = Tensor(SYM * 2).realize()
+  two = TinyJit(lambda x, y: (x.sum() + y.sum()).realize())
+  for n in (2, 3): two(a[:, :Variable("i", 1, 10).bind(n)], b[:, :Variable("i", 1, 10).bind(n)])
+  with pytest.raises(JitError, match="bound to both 3 and 4"): two(a[:, :Variable("i", 1, 10).bind(3)], b[:, :Variable("i", 1, 10).bind(4)])
+
+def test_cache_written_at_a_bound_position_replays_per_position():
+  from tg import Variable
+  cache = Tensor.zeros(8, 4).contiguous().realize()
+  @TinyJit
+  def step(x, pos):
+    cache[pos:pos + 1].assign(x).realize()
+    return cache[:pos + 1].sum(0).realize()
+  for i in range(6):
+    out = step(Tensor.full((1, 4), float(i + 1)).contiguous(), Variable("pos", 0, 7).bind(i))
+    np.testing.assert_equal(out.numpy(), np.full(4, (i + 1) * (i + 2) / 2))
+  np.testing.assert_equal(cache.numpy()[:, 0], [1, 2, 3, 4, 5, 6, 0, 0])
+
+def test_two_variables_cat_and_pad_replay():
+  from tg import Variable
+  a, b = Tensor(SYM).realize(), Tensor(SYM * 2).realize()
+  cat = TinyJit(lambda x, y: x.cat(y, dim=1).realize())
+  pad = TinyJit(lambda x: (x + 1).pad((None, (0, 10 - x.shape[1]))).realize())
+  for i, j in ((2, 3), (4, 2), (3, 5), (1, 1), (6, 4)):
+    vi, vj = Variable("i", 1, 10).bind(i), Variable("j", 1, 10).bind(j)
+    np.testing.assert_allclose(cat(a[:, :vi], b[:, :vj]).numpy(), np.concatenate([SYM[:, :i], 2 * SYM[:, :j]], 1), rtol=1e-6)
+    np.testing.assert_allclose(pad(a[:, :vi]).numpy(), np.pad(SYM[:, :i] + 1, ((0, 0), (0, 10 - i))), rtol=1e-6)
+  assert cat.captured.kernel_count == pad.captured.kernel_count == 1
