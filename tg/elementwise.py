@@ -386,7 +386,7 @@ class ElementwiseMixin:
     return up.where(f + 1, f)
   def abs(self) -> Tensor:
     if self.dtype == dtypes.bool or dtypes.is_unsigned(self.dtype): return self
-    return self.maximum(-self) if dtypes.is_float(self.dtype) else (self < 0).where(-self, self)
+    return self.maximum(-self) + 0.0 if dtypes.is_float(self.dtype) else (self < 0).where(-self, self)  # + 0.: max(0., -0.) may be -0.
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
     s = (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) if not dtypes.is_unsigned(self.dtype) else (self > 0).cast(self.dtype)

@@ -276,6 +276,10 @@ def test_sign_abs_special_values():
   x = np.array([-np.inf, -2.0, 0.0, 3.0, np.inf, np.nan], dtype=np.float32)
   np.testing.assert_array_equal(Tensor(x).sign().numpy(), np.sign(x))
   np.testing.assert_array_equal(Tensor(x).abs().numpy(), np.abs(x))
+  assert not np.signbit(Tensor([0.0, -0.0]).abs().numpy()).any()  # |+-0.| is +0., as numpy and PyTorch
+  z = Tensor([0.0, -0.0], requires_grad=True)
+  z.abs().sum().backward()
+  np.testing.assert_array_equal(z.grad.numpy(), [0, 0])  # PyTorch's sgn(0) = 0
 
 def test_log1p_expm1_small_arguments_are_accurate():
   x = np.array([1e-9, -1e-8, 1e-6, 3e-5], dtype=np.float32)
