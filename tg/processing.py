@@ -348,9 +348,6 @@ class ProcessingMixin:
     if weight is not None: x = x * weight.reshape(shape)
     out = x * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
     return out + bias.reshape(shape) if bias is not None else out
-  def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    norm = (self.abs() ** p).sum(dim, keepdim=True) ** (1 / p)
-    return self / norm.maximum(eps)
   def dropout(self, p: float = 0.5) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p), only while TRAINING."""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")

@@ -5,7 +5,10 @@
   executes the PTX tg renders on a reference PTX interpreter, so the PTX renderer is checked op by op; afterwards
   every kernel the model ran is assembled by the real ptxas for each supported architecture;
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
-  and the JIT.
+  and the JIT;
+- DEV=CL (marked slow: `python3 -m pytest -q -m slow`): the OpenCL C renderer on a real OpenCL runtime (PoCL), which
+  compiles each new kernel in about a second, so the full suites take about half an hour cold on 2 cores; the
+  default run covers CL with tests/drivers/test_cl.py.
 (The suites run in full; their shapes are small.)"""
 import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
 import pytest
@@ -38,6 +41,16 @@ def test_suites_pass_on(dev, runs):
   code, out = runs[dev]
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
+
+CL_SUITES = OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]
+
+@pytest.mark.slow
+def test_suites_pass_on_cl():
+  from tests.drivers.test_cl import cl_available
+  if not cl_available(): pytest.skip("no OpenCL runtime (apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
+  run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *CL_SUITES], cwd=ROOT,
+                       env={**os.environ, "DEV": "CL"}, capture_output=True, text=True)
+  assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
 
 def one_module(kernels: pathlib.Path, arch: str) -> str:
   """Every kernel the model ran, renamed k0, k1, ... (names repeat across kernels), in one PTX module for `arch`
