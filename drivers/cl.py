@@ -52,6 +52,7 @@ cl_int clFinish(cl_command_queue q);
 """)
 # from the Khronos OpenCL headers (CL/cl.h)
 DEVICE_TYPE_ALL, MEM_READ_WRITE, QUEUE_PROFILING_ENABLE, BUFFER_CREATE_TYPE_REGION = 0xFFFFFFFF, 1, 1 << 1, 0x1220
+DEVICE_TYPE, DEVICE_TYPE_CPU = 0x1000, 1 << 1
 DEVICE_NAME, DEVICE_VERSION, DRIVER_VERSION, DEVICE_EXTENSIONS = 0x102B, 0x102F, 0x102D, 0x1030
 DEVICE_MEM_BASE_ADDR_ALIGN, DEVICE_GLOBAL_MEM_SIZE = 0x1019, 0x101F
 PROGRAM_BUILD_LOG, PROGRAM_BINARY_SIZES, PROGRAM_BINARIES = 0x1183, 0x1165, 0x1166
@@ -206,6 +207,7 @@ class CLDevice(Compiled):
     self.ids = ffi.new("cl_device_id[1]", [self.device_id])
     self.name, self.driver = device_text(self.cl, self.device_id, DEVICE_NAME), device_text(self.cl, self.device_id, DRIVER_VERSION)
     extensions = device_text(self.cl, self.device_id, DEVICE_EXTENSIONS).split()
+    self.host_cpu = bool(device_int(self.cl, self.device_id, DEVICE_TYPE, "cl_ulong") & DEVICE_TYPE_CPU)  # PoCL: not a default over CPU
     self.base_align = device_int(self.cl, self.device_id, DEVICE_MEM_BASE_ADDR_ALIGN, "cl_uint") // 8
     self.context = checked("clCreateContext", self.cl.clCreateContext, ffi.NULL, 1, self.ids, ffi.NULL, ffi.NULL)
     self.queue = checked("clCreateCommandQueue", self.cl.clCreateCommandQueue, self.context, self.device_id, QUEUE_PROFILING_ENABLE)

@@ -124,6 +124,7 @@ class Compiled:
   program runtime `runtime(name, lib, spec) -> callable(*bufs, global_size=, local_size=, vals=, wait=)`, and
   optionally a `graph(calls, input_slots)` that runs a batch of captured kernels as one (TinyJit)."""
   unsupported_dtypes: frozenset[DType] = frozenset()
+  host_cpu: bool = False  # the host's CPU through another runtime (an OpenCL CPU device): never chosen as the default
   def __init__(self, device: str, allocator: Allocator, renderer, compiler, runtime: Callable, graph: Callable | None = None):
     self.device, self.allocator, self.renderer, self.compiler, self.runtime, self.graph = device, allocator, renderer, compiler, runtime, graph
   def synchronize(self) -> None: pass
@@ -173,8 +174,9 @@ class _Device:
       if targets[0].device: return self.canonicalize(targets[0].device)
     if self._probed is None:
       for kind in ALL_DEVICES:
-        try: self[kind]
+        try: dev = self[kind]
         except DeviceUnavailable: continue
+        if dev.host_cpu: continue  # tg's own CPU device is the better default
         self._probed = kind
         os.environ["DEV"] = os.environ.get("DEV") or kind  # child processes (BEAM workers) agree on the default
         break

@@ -115,3 +115,10 @@ def test_missing_devices_say_why():
   with Context(DEV="MOCK+CL"), pytest.raises(DeviceUnavailable, match=r"CL unavailable: libOpenCL\.so .*not found"):
     from drivers.cl import CLDevice
     CLDevice("CL:3")
+
+def test_an_opencl_device_on_the_host_cpu_is_not_the_default():
+  assert Device["CL"].host_cpu  # PoCL
+  import os, subprocess, sys
+  env = {k: v for k, v in os.environ.items() if k != "DEV"}
+  out = subprocess.run([sys.executable, "-c", "from tg import Device; print(Device.DEFAULT)"], env=env, capture_output=True, text=True, check=True)
+  assert out.stdout.split() == ["CPU"]

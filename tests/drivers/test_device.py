@@ -21,12 +21,12 @@ def test_device_without_driver_says_why():
 
 @pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="this machine has the NVIDIA kernel module")
 def first_available() -> str:
-  """The device Device.DEFAULT picks without DEV: the first of ALL_DEVICES that opens here (CL where an OpenCL runtime
-  such as PoCL is installed, else CPU)."""
+  """The device Device.DEFAULT picks without DEV: the first of ALL_DEVICES that opens here and isn't the host CPU
+  through another runtime (PoCL's OpenCL device)."""
   for kind in ALL_DEVICES:
-    try: Device[kind]
+    try: dev = Device[kind]
     except DeviceUnavailable: continue
-    return kind
+    if not dev.host_cpu: return kind
   raise AssertionError("no device opens")
 
 def test_nv_without_the_kernel_module_says_why_and_default_moves_on():
