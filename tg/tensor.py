@@ -37,6 +37,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   scalar, nested lists, bytes, a numpy array, a pathlib.Path (a DISK tensor) or a UOp."""
   __slots__ = ("uop", "requires_grad", "grad", "_leaf", "_aliases", "__weakref__")
   _live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+  __array_ufunc__ = None  # numpy defers to the Tensor's reflected operators (np.float32(2) * t is a Tensor, not an object array)
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dtype = to_dtype(dtype) if dtype is not None else None
@@ -215,6 +216,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     x = self
     if not isinstance(y, Tensor):
       if _variable_expression(y): y = ssimplify(y)  # a bound Variable or an expression of them, such as a symbolic size
+      if isinstance(y, np.generic) and y.ndim == 0 and y.dtype.kind in "biuf": y = y.item()  # a numpy scalar is a Python scalar here, as in PyTorch
       if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(check_fits(y, x._scalar_dtype(y)), y, x.device))
       elif _variable_expression(y): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
       else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")

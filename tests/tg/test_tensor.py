@@ -125,3 +125,9 @@ def test_assigning_a_value_that_requires_grad_carries_its_graph():
     a.assign(b * 3)
     (a * 2).sum().backward()
     np.testing.assert_array_equal(b.grad.numpy(), [6., 6.])
+
+def test_numpy_scalars_combine_like_python_scalars():
+  t = Tensor([1.0, 2.0])
+  np.testing.assert_array_equal((t * np.float32(2)).numpy(), [2.0, 4.0])
+  np.testing.assert_array_equal((np.int64(3) + Tensor([1, 2])).numpy(), [4, 5])
+  assert (Tensor([1, 2]) + np.int64(3)).dtype == Tensor([1]).dtype  # a scalar doesn't promote the tensor's dtype
