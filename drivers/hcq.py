@@ -286,15 +286,23 @@ class HCQGraph:
     self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
     self.base = UOp.variable("graph_base", 0, 2**62, dtypes.int64)
     self.signals = {d: d.new_signal("graph") for d in self.devices}
-    self.queues = {d: d.compute_queue().wait(d.timeline_signal, UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64)).memory_barrier() for i, d in enumerate(self.devices)}
+    starts = [UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64) for i in range(len(self.devices))]
+    self.queues = {}
+    for d in self.devices:  # every device waits for what was submitted to all of them before: earlier batches write what this one reads
+      q = d.compute_queue()
+      for other, start in zip(self.devices, starts): q.wait(other.timeline_signal, start)
+      self.queues[d] = q.memory_barrier()
     count = {d: 0 for d in self.devices}
     writer: dict[int, tuple[HCQCompiled, int]] = {}  # buffer -> (device, signal offset after its last write)
+    readers: dict[int, dict[HCQCompiled, int]] = {}  # buffer -> {device: signal offset after its last read}
     def arg(b): return PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf
     for ei in items:
       dev = dev_of(ei)
       q = self.queues[dev]
-      for b in ei.bufs[1:]:
+      for b in ei.bufs:  # read after another device's write, and (the output) write after its write or reads
         if (w := writer.get(id(b.base))) is not None and w[0] is not dev: q.wait(self.signals[w[0]], self.base + w[1])
+      for other, read in readers.get(id(ei.bufs[0].base), {}).items():
+        if other is not dev: q.wait(self.signals[other], self.base + read)
       if ei.runner is not None:
         spec = ei.runner.spec
         args = ei.runner.prg.kernel_args(tuple(arg(b) for b in ei.bufs), tuple(ei.var_vals[v.arg[0]] for v in spec.vars))
@@ -305,6 +313,7 @@ class HCQGraph:
       count[dev] += 1
       q.signal(self.signals[dev], self.base + count[dev])
       writer[id(ei.bufs[0].base)] = (dev, count[dev])
+      for b in ei.bufs[1:]: readers.setdefault(id(b.base), {})[dev] = count[dev]
     self.span = max(count.values()) + 1
     for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0

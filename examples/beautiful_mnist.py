@@ -1,8 +1,9 @@
 """Train a small convolutional network on MNIST with TinyJit (a tg port of the tinygrad docs' example).
 Switches: BS (batch size, default 512), STEPS (default 70), MNIST_DIR (where the IDX files are; without it and without
-network, tg's shipped 9,000-image MNIST subset is used)."""
+network, tg's shipped 9,000-image MNIST subset is used), GPUS (train data-parallel on that many devices of the default
+kind, e.g. GPUS=2 on a CPU: CPU:0 and CPU:1; the weights are copied to each, every batch is split between them)."""
 from typing import Callable
-from tg import Tensor, TinyJit, nn, GlobalCounters, Context
+from tg import Tensor, TinyJit, nn, GlobalCounters, Context, Device
 from tg.helpers import getenv, trange
 from tg.nn.datasets import mnist
 
@@ -19,15 +20,18 @@ class Model:
 
   def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
 
-def make_train_step(model: Model, X: Tensor, Y: Tensor, bs: int) -> Callable[[], Tensor]:
-  """One jitted Adam step on a random batch of bs samples of (X, Y); returns the loss (scripts/bench_mnist.py times it)."""
+def make_train_step(model: Model, X: Tensor, Y: Tensor, bs: int, devices: tuple[str, ...] | None = None) -> Callable[[], Tensor]:
+  """One jitted Adam step on a random batch of bs samples of (X, Y), split over `devices` when given (the model's
+  weights must be on all of them); returns the loss (scripts/bench_mnist.py times it)."""
   opt = nn.optim.Adam(nn.state.get_parameters(model))
   @TinyJit
   @Context(TRAINING=1)
   def train_step() -> Tensor:
     opt.zero_grad()
     samples = Tensor.randint(bs, high=X.shape[0])
-    loss = model(X[samples]).sparse_categorical_crossentropy(Y[samples]).backward()
+    x, y = X[samples], Y[samples]
+    if devices: x, y = x.shard(devices, axis=0), y.shard(devices, axis=0)
+    loss = model(x).sparse_categorical_crossentropy(y).backward()
     opt.step()
     return loss
   return train_step
@@ -35,7 +39,12 @@ def make_train_step(model: Model, X: Tensor, Y: Tensor, bs: int) -> Callable[[],
 if __name__ == "__main__":
   X_train, Y_train, X_test, Y_test = mnist()
   model = Model()
-  train_step = make_train_step(model, X_train, Y_train, getenv("BS", 512))
+  gpus = getenv("GPUS", 1)
+  devices = tuple(f"{Device.DEFAULT}:{i}" for i in range(gpus)) if gpus > 1 else None
+  if devices:
+    for p in nn.state.get_parameters(model): p.shard_(devices)  # a copy of every weight on every device
+    if X_test.shape[0] % gpus == 0: X_test, Y_test = X_test.shard(devices, axis=0), Y_test.shard(devices, axis=0)
+  train_step = make_train_step(model, X_train, Y_train, getenv("BS", 512), devices)
 
   @TinyJit
   def get_test_acc() -> Tensor: return (model(X_test).argmax(axis=1) == Y_test).mean() * 100

@@ -12,6 +12,7 @@ class Ops(enum.Enum):
   RESHAPE = enum.auto(); PERMUTE = enum.auto(); EXPAND = enum.auto(); PAD = enum.auto(); SHRINK = enum.auto(); FLIP = enum.auto()
   # tensor-graph markers
   CONTIGUOUS = enum.auto(); CONTIGUOUS_BACKWARD = enum.auto(); DETACH = enum.auto(); COPY = enum.auto(); ASSIGN = enum.auto()
+  MULTI = enum.auto()  # one logical tensor over several devices: src = its part on each device, arg = the axis split (None: copies)
   GRAD_OVERRIDE = enum.auto()  # value src[0]; its gradient with respect to src[1:] is arg(grad, *src) instead of src[0]'s own
   # reduction over axes (tensor graphs and kernel ASTs); REDUCE is its lowered form over loop ranges
   REDUCE_AXIS = enum.auto(); REDUCE = enum.auto()

@@ -143,6 +143,7 @@ class UOp:
         if u._device is not _UNSET: continue
         if u.op is Ops.DEVICE or u.op is Ops.COPY: d = u.arg
         elif u.op is Ops.BUFFER: d = u.arg[0].device
+        elif u.op is Ops.MULTI: d = tuple(x._device for x in u.src)
         else: d = next((x._device for x in u.src if x._device is not None), None)
         object.__setattr__(u, "_device", d)
     return self._device
@@ -192,6 +193,9 @@ def _infer_shape(u: UOp) -> tuple[sint, ...]:
   if u.op is Ops.ARANGE: return (u.arg,)
   if u.op is Ops.TAKE: return u.src[1].shape
   if u.op is Ops.GRAD_OVERRIDE: return u.src[0].shape
+  if u.op is Ops.MULTI:
+    if u.arg is None: return u.src[0].shape
+    return tuple(s * len(u.src) if i == u.arg else s for i, s in enumerate(u.src[0].shape))
   if u.op in (Ops.RESHAPE, Ops.EXPAND): return u.arg
   if u.op is Ops.PERMUTE: return tuple(u.src[0].shape[i] for i in u.arg)
   if u.op is Ops.PAD: return tuple(ssimplify(s + a + b) for s, (a, b) in zip(u.src[0].shape, u.arg))

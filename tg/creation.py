@@ -18,7 +18,10 @@ def _shape(shape: tuple) -> tuple[int, ...]:
   if any(s < 0 for s in out): raise RuntimeError(f"negative dimension in shape {out}")  # PyTorch's type
   return out
 
-def _device(device: str | None) -> str: return Device.canonicalize(device) if device is not None else Device.DEFAULT
+def _device(device: str | tuple[str, ...] | None) -> str | tuple[str, ...]:
+  """The canonical device name, or names for a tensor on several devices (made as one copy on each)."""
+  if isinstance(device, (tuple, list)): return tuple(Device.canonicalize(d) for d in device)
+  return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
 class _RNG:
   """Per-device generator state: a key from the seed and a counter of numbers drawn, both device tensors."""

@@ -49,13 +49,17 @@ class InputInfo:
   dtype: Any
   device: str
 
-def _describe(t: Tensor) -> tuple[Buffer, InputInfo, dict[str, int]]:
-  """The input's buffer, what a replay must match, and the values its view binds."""
-  unbound, var_vals = unbind(t.uop, t.uop.toposort())
-  found = buffer_of(unbound.get(t.uop, t.uop))
-  if found is None: raise JitError("JIT inputs must be realized buffers")
-  buf, st = found
-  return buf, InputInfo(st, buf.size, t.dtype, t.device), var_vals
+def _describe(t: Tensor) -> list[tuple[Buffer, InputInfo, dict[str, int]]]:
+  """For each buffer of the input (one per device for a multi-device tensor): the buffer, what a replay must match,
+  and the values its view binds."""
+  out = []
+  for part in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)):
+    unbound, var_vals = unbind(part, part.toposort())
+    found = buffer_of(unbound.get(part, part))
+    if found is None: raise JitError("JIT inputs must be realized buffers")
+    buf, st = found
+    out.append((buf, InputInfo(st, buf.size, t.dtype, buf.device), var_vals))
+  return out
 
 def _bound_values(described: list, args: tuple, kwargs: dict) -> dict[str, int]:
   """The Variable values of one call: bound in the inputs' views, or bound Variables passed as arguments."""
@@ -160,7 +164,8 @@ class TinyJit:
     named = _input_tensors(args, kwargs)
     if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
     Tensor.realize_all(*(t for _, t in named))
-    described = [_describe(t) for _, t in named]
+    described = [d for _, t in named for d in _describe(t)]
+    part_names = [n for n, t in named for _ in range(len(t.uop.src) if t.uop.op is Ops.MULTI else 1)]
     if len({id(b) for b, _, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
     var_vals = _bound_values(described, args, kwargs)
     if self.cnt == 0:
@@ -172,7 +177,7 @@ class TinyJit:
     infos = [i for _, i, _ in described]
     if infos != self.captured.input_info:
       bad = next(k for k, (a, b) in enumerate(zip(infos, self.captured.input_info)) if a != b)
-      raise JitError(f"args mismatch in JIT: input {names[bad]!r} expected {_show(self.captured.input_info[bad])}, got {_show(infos[bad])}")
+      raise JitError(f"args mismatch in JIT: input {part_names[bad]!r} expected {_show(self.captured.input_info[bad])}, got {_show(infos[bad])}")
     self.cnt += 1
     if DEBUG >= 1 and self.cnt % 10 == 0: print(f"jit execs {self.cnt - 2} calls")
     if set(var_vals) != self.captured.variables:

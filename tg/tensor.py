@@ -20,6 +20,7 @@ from tg.realize import capture_stack, run_schedule
 from tg.reduce import ReduceMixin
 from tg.schedule import buffer_of, contiguous_region
 from tg.schedule_cache import create_schedule
+from tg.multi import distribute, shard as shard_uop
 from ir.pattern import substitute as substitute_nodes
 
 def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
@@ -27,7 +28,8 @@ def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
   buf = Buffer(device, data.size, dtype).copyin(memoryview(data.reshape(-1)).cast("B"))
   return UOp(Ops.BUFFER, dtype, (), (buf,)).reshape(arr.shape)
 
-def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER
+def _parts(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
+def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER or (u.op is Ops.MULTI and all(_is_realized(s) for s in u.src))
 
 def _variable_expression(y: Any) -> bool:
   return isinstance(y, UOp) and dtypes.is_int(y.dtype) and all(n.op in (Ops.BIND, Ops.DEFINE_VAR) or n.op in ALU or (n.op is Ops.CONST and not n.src) for n in y.toposort())
@@ -41,7 +43,8 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     dtype = to_dtype(dtype) if dtype is not None else None
-    dev = Device.canonicalize(device) if device is not None else None
+    devices = tuple(Device.canonicalize(d) for d in device) if isinstance(device, (tuple, list)) else None  # made on the first, then copied
+    dev = devices[0] if devices else Device.canonicalize(device) if device is not None else None
     if isinstance(data, UOp): uop = data if dtype is None else data.cast(dtype)
     elif data is None or isinstance(data, (bool, int, float)):
       value = 0.0 if data is None else data
@@ -56,6 +59,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
       size = data.stat().st_size
       uop = UOp(Ops.BUFFER, dtypes.uint8, (), (Buffer(f"DISK:{data}", size, dtypes.uint8),)).reshape((size,))
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}")
+    if devices and len(devices) > 1 and not isinstance(data, UOp): uop = shard_uop(uop, devices, None)
     # _aliases: graph nodes that named this leaf before a realize or an assign moved it (held weakly: only graphs built
     # from them need them), so gradients of those graphs still reach it
     self.uop, self.grad, self._aliases = uop, None, None
@@ -126,12 +130,19 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def realize_all(*tensors: Tensor) -> None:
     targets = dedup(t.uop for t in tensors if not _is_realized(t.uop))
     if not targets: return
-    items, becomes, _ = create_schedule(targets)
+    plan = distribute(targets)  # multi-device tensors as one graph per device
+    items, becomes, _ = create_schedule(dedup(p for t in targets for p in _parts(plan.get(t, t))))
     run_schedule(items)
+    memo: dict[UOp, UOp] = {}
+    for n, d in plan.items():  # logical nodes whose every part was stored (the targets, and what the scheduler kept) read those
+      parts = tuple(_substituted(p, becomes, memo) for p in _parts(d))
+      if all(_is_realized(p) for p in parts): becomes[n] = UOp(Ops.MULTI, d.dtype, parts, d.arg) if d.op is Ops.MULTI else parts[0]
     _apply_becomes(becomes)
   def schedule(self, *others: Tensor) -> list:
     """The kernels and copies realizing self and `others` would run (nothing is run)."""
-    return create_schedule(dedup(t.uop for t in (self, *others) if not _is_realized(t.uop)))[0]
+    targets = dedup(t.uop for t in (self, *others) if not _is_realized(t.uop))
+    plan = distribute(targets)
+    return create_schedule(dedup(p for t in targets for p in _parts(plan.get(t, t))))[0]
 
   def _contiguous_buffer(self) -> Buffer:
     """A buffer holding exactly self's elements in row-major order (computing them if needed)."""
@@ -143,6 +154,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def numpy(self) -> np.ndarray:
     """The values as a new numpy array (bfloat16 and fp8 come back as float32)."""
     if capture_stack: raise RuntimeError("cannot access tensor data during JIT capture, the value would be baked in")
+    if isinstance(self.device, tuple): return self.to(self.device[0]).numpy()
     if not all_int(self.shape): return self._concrete().numpy()
     if self.numel() == 0: return np.zeros(self.shape, dtype=value_dtype(self.dtype))
     buf = self._contiguous_buffer()
@@ -171,7 +183,12 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def contiguous(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def contiguous_backward(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self.uop,)))
   def clone(self) -> Tensor: return self.contiguous() if _is_realized(self.uop) else self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
-  def to(self, device: str | None) -> Tensor:
+  def to(self, device: str | tuple[str, ...] | None) -> Tensor:
+    """A copy on `device`; a tuple of devices replicates (a multi-device tensor is gathered first)."""
+    if isinstance(device, (tuple, list)):
+      devices = tuple(Device.canonicalize(d) for d in device)
+      if devices == self.device: return self
+      return (self.to(self.device[0]) if isinstance(self.device, tuple) else self).shard(devices)
     device = Device.canonicalize(device) if device is not None else Device.DEFAULT
     if device == self.device: return self
     out = self._new(UOp(Ops.COPY, self.dtype, (self.uop,), device))
@@ -181,6 +198,17 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     self.uop = self.to(device).uop
     return self
   def cpu(self) -> Tensor: return self.to("CPU")
+  def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+    """self split evenly along `axis` over `devices` (axis None: a whole copy on each); the result is one logical
+    tensor of the same shape whose ops run on every device. The axis must divide evenly (as in tinygrad)."""
+    if isinstance(self.device, tuple): raise RuntimeError(f"can't shard a tensor that is already on {self.device}; gather it with .to(device) first")
+    devices = tuple(Device.canonicalize(d) for d in devices)
+    if len(set(devices)) != len(devices): raise ValueError(f"shard devices must be distinct, got {devices}")
+    if len(devices) == 1: return self.to(devices[0])
+    return self._new(shard_uop(self.uop, devices, None if axis is None else self._axis(axis)))
+  def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+    self.uop = self.shard(devices, axis).uop
+    return self
   def replace(self, x: Tensor) -> Tensor:
     if x.shape != self.shape: raise ValueError(f"replace needs the same shape, got {x.shape} for {self.shape}")
     self.uop = x.uop
@@ -256,19 +284,21 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
       t.grad = g if t.grad is None else t.grad + g
     return self
 
+def _substituted(u: UOp, becomes: dict[UOp, UOp], memo: dict[UOp, UOp]) -> UOp:
+  """u with every node in `becomes` replaced by what it became (memo: shared between calls with the same becomes)."""
+  for n in u.toposort(stop=lambda x: x in memo or x.op is Ops.BUFFER):
+    if n in memo: continue
+    if n in becomes: memo[n] = becomes[n]
+    elif n.src and any(memo.get(s, s) is not s for s in n.src): memo[n] = UOp(n.op, n.dtype, tuple(memo.get(s, s) for s in n.src), n.arg)
+    else: memo[n] = n
+  return memo[u]
+
 def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
   """Point every live tensor at the buffers its graph was just computed into."""
   memo: dict[UOp, UOp] = {}
-  def substitute(u: UOp) -> UOp:
-    for n in u.toposort(stop=lambda x: x in memo or x.op is Ops.BUFFER):
-      if n in memo: continue
-      if n in becomes: memo[n] = becomes[n]
-      elif n.src and any(memo.get(s, s) is not s for s in n.src): memo[n] = UOp(n.op, n.dtype, tuple(memo.get(s, s) for s in n.src), n.arg)
-      else: memo[n] = n
-    return memo[u]
   for t in list(Tensor._live):
     if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: continue
-    new = substitute(t.uop)
+    new = _substituted(t.uop, becomes, memo)
     if new is not t.uop:
       if t.requires_grad:
         if t._leaf: t._remember_alias()  # graphs built before this realize still name the leaf by its old node
