@@ -13,6 +13,7 @@ class Renderer:
   launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   vector_width: int = 4              # float lanes per vector register
   tensor_cores: tuple = ()           # TensorCore instructions the target offers (codegen.tensor_core)
+  finite_math: bool = False          # the target's compiler may assume no NaN, inf or -0. and reassociate floats (WGSL allows it)
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
 
 @dataclass

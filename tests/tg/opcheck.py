@@ -3,11 +3,28 @@ float64, the backward pass against central finite differences of that same float
 from __future__ import annotations
 from typing import Callable, Sequence
 import numpy as np
-from tg import Tensor
+import pytest
+from ir.dtype import DType
+from tg import Device, Tensor, dtypes
 
 def make_inputs(shapes: Sequence[tuple[int, ...]], low: float = -2.0, high: float = 2.0, seed: int = 0) -> list[np.ndarray]:
   rng = np.random.default_rng(seed)
   return [rng.uniform(low, high, size=s) for s in shapes]
+
+def refused(*dts) -> DType | None:
+  """The first of dts (DTypes, or numpy dtypes and their names) the default device can't hold (WEBGPU has no 64-bit
+  types), or None."""
+  dts = tuple(dt if isinstance(dt, DType) else getattr(dtypes, np.dtype(dt).name) for dt in dts)
+  return next((dt for dt in dts if dt in Device[Device.DEFAULT].unsupported_dtypes), None)
+def needs(*dts, why: str) -> pytest.MarkDecorator:
+  """Skips a test on a default device that can't hold one of dts; `why` says where the test meets them."""
+  return pytest.mark.skipif(refused(*dts) is not None, reason=f"{Device.DEFAULT} can't hold {refused(*dts)}: {why}")
+def skip_refused(*dts) -> None:
+  """In a parametrized test: skip the cases whose dtypes the default device can't hold."""
+  if (dt := refused(*dts)) is not None: pytest.skip(f"{Device.DEFAULT} can't hold {dt}")
+# results that need IEEE NaN, inf and -0. through arithmetic, or compensated sums ((1 + x) - 1 kept as written)
+ieee_math = pytest.mark.skipif(Device[Device.DEFAULT].renderer.finite_math,
+                               reason=f"{Device.DEFAULT}'s shader compiler may assume finite floats and reassociate (WGSL allows it)")
 
 def numerical_grads(fn: Callable, inputs: list[np.ndarray], weights: np.ndarray, eps: float = 1e-6) -> list[np.ndarray]:
   """d/dx sum(fn(*inputs) * weights) for every input, by central differences in float64."""

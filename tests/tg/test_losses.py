@@ -1,8 +1,10 @@
 """Loss functions against numpy references written from the definitions of torch.nn.functional (forward and gradients)."""
 import numpy as np
 import pytest
-from tg import Tensor
-from tests.tg.opcheck import check_op
+from tg import Tensor, dtypes
+from tests.tg.opcheck import check_op, needs
+
+NUMPY_LABELS = needs(dtypes.int64, why="the labels are numpy's int64 arrays")
 
 def np_log_softmax(x, axis=-1):
   m = x.max(axis, keepdims=True)
@@ -30,14 +32,17 @@ def labels(shape, classes, seed=0, ignore=None, ignore_value=-100):
 def logits(shape, seed=1): return np.random.default_rng(seed).uniform(-3, 3, shape)
 
 # ---------------- sparse_categorical_crossentropy ----------------
+@NUMPY_LABELS
 def test_sparse_categorical_crossentropy():
   check_op(lambda x, y: x.sparse_categorical_crossentropy(y), lambda x, y: np_ce_index(x, y, axis=-1, ignore_index=-1),
            inputs=[logits((5, 4)), labels(5, 4)])
 
+@NUMPY_LABELS
 def test_sparse_categorical_crossentropy_label_smoothing():
   check_op(lambda x, y: x.sparse_categorical_crossentropy(y, label_smoothing=0.1),
            lambda x, y: np_ce_index(x, y, axis=-1, ignore_index=-1, label_smoothing=0.1), inputs=[logits((5, 4)), labels(5, 4, seed=2)])
 
+@NUMPY_LABELS
 def test_sparse_categorical_crossentropy_ignore_index():
   y = labels(6, 3, seed=3, ignore=[1, 4], ignore_value=2)  # class 2 is ignored
   check_op(lambda x, y: x.sparse_categorical_crossentropy(y, ignore_index=2),
@@ -46,6 +51,7 @@ def test_sparse_categorical_crossentropy_ignore_index():
   check_op(lambda x, y: x.sparse_categorical_crossentropy(y, label_smoothing=0.2),
            lambda x, y: np_ce_index(x, y, axis=-1, ignore_index=-1, label_smoothing=0.2), inputs=[logits((6, 3)), y])
 
+@NUMPY_LABELS
 @pytest.mark.parametrize("reduction", ["sum", "none"])
 def test_sparse_categorical_crossentropy_reduction(reduction):
   y = labels((2, 3), 5, seed=5, ignore=(0, 1), ignore_value=-1)
@@ -57,12 +63,14 @@ def test_sparse_categorical_crossentropy_bad_labels():
   with pytest.raises(ValueError): Tensor.zeros(3, 4).sparse_categorical_crossentropy(Tensor(np.zeros(4, np.int32)))
 
 # ---------------- cross_entropy ----------------
+@NUMPY_LABELS
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
 def test_cross_entropy_index_2d(reduction, label_smoothing):
   check_op(lambda x, y: x.cross_entropy(y, reduction=reduction, label_smoothing=label_smoothing),
            lambda x, y: np_ce_index(x, y, label_smoothing=label_smoothing, reduction=reduction), inputs=[logits((4, 5)), labels(4, 5, seed=6)])
 
+@NUMPY_LABELS
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_index_4d(reduction):
   # (N, C, H, W) logits with (N, H, W) targets; -100 is ignored by default
@@ -70,6 +78,7 @@ def test_cross_entropy_index_4d(reduction):
   check_op(lambda x, y: x.cross_entropy(y, reduction=reduction, label_smoothing=0.05),
            lambda x, y: np_ce_index(x, y, label_smoothing=0.05, reduction=reduction), inputs=[logits((2, 3, 3, 2)), y])
 
+@NUMPY_LABELS
 def test_cross_entropy_index_1d():
   # a single sample: (C,) logits and a 0-d target
   check_op(lambda x, y: x.cross_entropy(y), lambda x, y: -np_log_softmax(x)[y], inputs=[logits((5,)), np.array(3)])
@@ -96,6 +105,7 @@ def test_cross_entropy_bad_reduction():
   with pytest.raises(RuntimeError, match=r"\(2, 4\)"): Tensor.zeros(2, 3).cross_entropy(Tensor.zeros(2, 4))  # PyTorch's type
 
 # ---------------- nll_loss ----------------
+@NUMPY_LABELS
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_nll_loss(reduction):
   lp = np_log_softmax(logits((5, 4), seed=9))
@@ -112,6 +122,7 @@ def np_nll(x, y, weight=None, ignore_index=None, reduction="mean"):
   loss = -wy * picked
   return loss.sum() / wy.sum() if reduction == "mean" else np_reduce(loss, reduction)
 
+@NUMPY_LABELS
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_nll_loss_weight_ignore_index(reduction):
   y = labels(6, 4, seed=11)
@@ -119,6 +130,7 @@ def test_nll_loss_weight_ignore_index(reduction):
   check_op(lambda x, y, w: x.nll_loss(y, weight=w, ignore_index=2, reduction=reduction),
            lambda x, y, w: np_nll(x, y, w, 2, reduction), inputs=[logits((6, 4), seed=12), y, np.array([0.5, 2.0, 1.0, 1.5])])
 
+@NUMPY_LABELS
 def test_nll_loss_weight_3d():
   y = labels((2, 3), 4, seed=13)
   y[0, 1] = -100
@@ -204,6 +216,7 @@ def test_labels_outside_the_classes_give_nan_not_zero():
   assert not np.isnan(logits.cross_entropy(Tensor([-100, 1])).item())  # the ignore index stays ignored
   assert not np.isnan(logits.log_softmax().nll_loss(Tensor([-100, 1]), ignore_index=-100).item())
 
+@NUMPY_LABELS
 def test_losses_of_huge_logits_are_exact_with_finite_gradients():
   x = np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 1e4 - 1], [30.0, -30.0, 1e30]], np.float32)
   y = np.array([0, 2, 1])

@@ -3,8 +3,10 @@ differences of the same numpy expression (see opcheck.check_op)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from tg import Tensor
-from tests.tg.opcheck import check_op
+from tg import Tensor, dtypes
+from tests.tg.opcheck import check_op, needs
+
+NUMPY_INDICES = needs(dtypes.int64, why="the indices are numpy's int64 arrays")
 
 def idx(a) -> Tensor: return Tensor(np.asarray(a, dtype=np.int32))
 
@@ -220,6 +222,7 @@ def test_meshgrid(indexing):
            lambda a, b, c: np.stack(np.meshgrid(a, b, c, indexing=indexing)), [(2,), (3,), (4,)])
   check_op(lambda a, b: Tensor.stack(*a.meshgrid(b, indexing=indexing)), lambda a, b: np.stack(np.meshgrid(a, b, indexing=indexing)), [(3,), (5,)])
 
+@needs(dtypes.float64, why="numpy's float64 inputs")
 @pytest.mark.parametrize("indexing", ["ij", "xy"])
 def test_meshgrid_shapes(indexing):
   a, b, c = np.arange(2.0), np.arange(3.0), np.arange(4.0)
@@ -229,6 +232,7 @@ def test_meshgrid_shapes(indexing):
   assert [g.shape for g in got] == [r.shape for r in np.meshgrid(a, b, indexing=indexing)]
 
 # ---------------- gather / scatter ----------------
+@NUMPY_INDICES
 def test_gather():
   index = np.array([[0, 2, 2, 1], [3, 0, 0, 0], [1, 1, 3, 2]])
   check_op(lambda a, i: a.gather(1, i), lambda a, i: np.take_along_axis(a, i, 1), inputs=[np.random.default_rng(0).uniform(-2, 2, (3, 4)), index])
@@ -256,6 +260,7 @@ def np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
     elif reduce == "replace": out[target] = vals[-1] if not include_self else vals[-2]
   return out
 
+@NUMPY_INDICES
 def test_scatter_plain():
   # no two sources hit the same position (which torch leaves undefined)
   index = np.array([[1, 0, 2], [2, 1, 0]])
@@ -265,6 +270,7 @@ def test_scatter_plain():
   ref1 = lambda x, i, s: np_scatter_reduce(x, 1, i, s, "replace", include_self=False)
   check_op(lambda x, i, s: x.scatter(1, i, s), ref1, inputs=[np.random.default_rng(5).uniform(-2, 2, (3, 4)), index1, np.random.default_rng(6).uniform(-2, 2, (3, 3))])
 
+@NUMPY_INDICES
 def test_scatter_scalar_src():
   x = np.arange(12, dtype=np.float32).reshape(3, 4)
   index = np.array([[0, 3], [1, 1], [2, 0]])
@@ -274,6 +280,7 @@ def test_scatter_scalar_src():
     for c in range(2): ref[r, index[r, c]] = 9.5
   np.testing.assert_array_equal(out, ref)
 
+@NUMPY_INDICES
 def test_scatter_add():
   index = np.array([[0, 1, 0, 3], [3, 3, 3, 1]])
   ref = lambda x, i, s: np_scatter_reduce(x, 1, i, s, "sum")
@@ -282,6 +289,7 @@ def test_scatter_add():
 
 SCATTER_INDEX = np.array([[0, 2, 0], [2, 2, 1], [0, 1, 1], [2, 0, 2]])  # (4, 3) into dim 0 of a (3, 3) tensor: repeats
 
+@NUMPY_INDICES
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 def test_scatter_reduce(reduce, include_self):
@@ -292,6 +300,7 @@ def test_scatter_reduce(reduce, include_self):
   ref = lambda x, i, s: np_scatter_reduce(x, 0, i, s, reduce, include_self)
   check_op(lambda x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=include_self), ref, inputs=[x, index, src])
 
+@NUMPY_INDICES
 def test_scatter_reduce_dim1_mean():
   rng = np.random.default_rng(10)
   x, src = rng.uniform(-2, 2, (2, 3)), rng.uniform(-2, 2, (2, 4))
@@ -440,12 +449,14 @@ def test_index_list_of_ints():
   check_op(lambda a: a[[0, 2, -1]], lambda a: a[[0, 2, -1]], [(4, 3)])
   check_op(lambda a: a[:, [1, 1, 0]], lambda a: a[:, [1, 1, 0]], [(2, 3, 2)])
 
+@NUMPY_INDICES
 def test_index_one_tensor():
   i = np.array([[2, 0], [-1, 1]])
   check_op(lambda a, i: a[i], lambda a, i: a[i], inputs=[np.random.default_rng(0).uniform(-2, 2, (4, 3)), i])
   check_op(lambda a, i: a[:, i], lambda a, i: a[:, i], inputs=[np.random.default_rng(1).uniform(-2, 2, (2, 3, 2)), np.array([2, -3, 0, 2])])
   check_op(lambda a, i: a[..., i], lambda a, i: a[..., i], inputs=[np.random.default_rng(2).uniform(-2, 2, (2, 3, 4)), np.array([[3], [-1]])])
 
+@NUMPY_INDICES
 def test_index_two_tensors_adjacent():
   a = np.random.default_rng(3).uniform(-2, 2, (2, 3, 4, 5))
   i, j = np.array([[0, 2], [1, -1]]), np.array([3, -4])  # broadcast to (2, 2)
@@ -454,6 +465,7 @@ def test_index_two_tensors_adjacent():
   out = check_op(lambda a, i, j: a[i, j], lambda a, i, j: a[i, j], inputs=[a, np.array([1, 0, -1]), np.array([0, 2, 1])])
   assert out.shape == (3, 4, 5)
 
+@NUMPY_INDICES
 def test_index_two_tensors_non_adjacent():
   # advanced indices separated by a slice: numpy puts the broadcast index dims first
   a = np.random.default_rng(4).uniform(-2, 2, (3, 2, 4, 5))
@@ -463,6 +475,7 @@ def test_index_two_tensors_non_adjacent():
   out = check_op(lambda a, i, j: a[:, i, :, j], lambda a, i, j: a[:, i, :, j], inputs=[a, np.array([1, 0]), np.array([4, -2])])
   assert out.shape == (2, 3, 4)
 
+@NUMPY_INDICES
 def test_index_int_with_tensor():
   # ints select first, as in PyTorch and tinygrad: a[1, :, i] is a[1][:, i] (numpy would put i's dim first, giving (3, 4))
   a = np.random.default_rng(5).uniform(-2, 2, (3, 4, 5))
@@ -474,6 +487,7 @@ def test_index_int_with_tensor():
   out = check_op(lambda a, i: a[i, :, -1], lambda a, i: a[:, :, -1][i], inputs=[a, np.array([2, 0])])
   assert out.shape == (2, 4)
 
+@NUMPY_INDICES
 def test_index_tensor_with_slices_and_none():
   a = np.random.default_rng(6).uniform(-2, 2, (4, 5, 3))
   i = np.array([0, -1, 2])
@@ -487,6 +501,7 @@ def test_index_bool_mask():
   check_op(lambda a, m: a[m], lambda a, m: a[m], inputs=[a, m1])
   check_op(lambda a, m: a[:, m], lambda a, m: a[:, m], inputs=[a, np.array([False, True, True, False])])
 
+@NUMPY_INDICES
 def test_index_gradient_repeated_indices():
   # the same row picked twice: its gradient is the sum of both uses
   a = np.random.default_rng(8).uniform(-2, 2, (4, 3))
@@ -711,6 +726,7 @@ def test_getitem_hand_computed():
   np.testing.assert_array_equal(t[[True, False], ..., [1, 2]].numpy(), [[1, 5, 9], [2, 6, 10]])   # separated: to the front
   assert t[[]].shape == (0, 3, 4) and t[:, []].shape == (2, 0, 4)
 
+@NUMPY_INDICES
 def test_getitem_gradient_mixed():
   # repeated picks across a list, a tensor and an int: each element's gradient is the sum of its uses
   rng = np.random.default_rng(0)

@@ -3,8 +3,10 @@ against numpy references written from the documented definitions, gradients agai
 import math
 import numpy as np
 import pytest
-from tg import Tensor, Context
-from tests.tg.opcheck import check_op
+from tg import Tensor, Context, dtypes
+from tests.tg.opcheck import check_op, needs
+
+POOL_INDICES = needs(dtypes.int64, why="pooling indices are int64, as PyTorch's")
 
 def _tup(v, n): return (v,) * n if isinstance(v, int) else tuple(v)
 
@@ -204,6 +206,7 @@ def test_max_pool2d(kw):
 def test_max_pool2d_int_kernel():
   check_op(lambda x: x.max_pool2d(3, stride=2), lambda x: np_pool(x, (3, 3), 2)[0], [(1, 2, 7, 5)])
 
+@POOL_INDICES
 @pytest.mark.parametrize("kw", MAXPOOL_CASES)
 def test_max_pool2d_return_indices(kw):
   x = np.random.default_rng(1).uniform(-2, 2, (2, 2, 6, 7)).astype(np.float32)
@@ -216,6 +219,7 @@ def test_max_pool2d_return_indices(kw):
 def test_max_pool1d():
   check_op(lambda x: x.max_pool1d(3, stride=2, padding=1), lambda x: np_pool(x, (3,), 2, padding=1)[0], [(2, 3, 8)])
 
+@POOL_INDICES
 def test_max_pool2d_indices_ties_and_gradient():
   # torch's indices: the flat position in each input plane of the first maximum met in the window (row-major)
   x = np.array([[[[1, 3, 3, 0], [3, 2, 0, 0], [5, 5, 1, 1], [5, 4, 1, 1]]]], np.float32)
@@ -242,6 +246,7 @@ def np_max_unpool(x, idx, out_spatial):
 
 @pytest.mark.parametrize("kw,default", [(dict(kernel_size=(2, 2)), (6, 8)), (dict(kernel_size=(3, 3), stride=2, padding=1), (5, 7)),
                                         (dict(kernel_size=(2, 3), stride=(2, 1), padding=(1, 1)), (6, 8)), (dict(kernel_size=(3, 3), stride=1), (6, 8))])
+@POOL_INDICES
 def test_max_unpool2d(kw, default):
   # indices from max_pool2d (overlapping windows repeat some), then values and gradient of the unpooling into the input's size
   x = np.random.default_rng(2).uniform(-2, 2, (2, 2, 6, 8)).astype(np.float32)
@@ -254,6 +259,7 @@ def test_max_unpool2d(kw, default):
   # every maximum is back where max_pool2d found it
   np.testing.assert_array_equal(np.where(out.numpy() != 0, x, 0), out.numpy())
 
+@POOL_INDICES
 def test_max_unpool2d_later_value_wins_and_output_size():
   v = np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32)
   i = np.array([[[[0, 5], [5, 15]]]])  # 2.0 and 3.0 both go to position 5: the later (3.0) stays, as in PyTorch
@@ -266,6 +272,7 @@ def test_max_unpool2d_later_value_wins_and_output_size():
   with pytest.raises(ValueError): Tensor(v).max_unpool2d(Tensor(i), output_size=(1, 4, 4))
   with pytest.raises(RuntimeError): Tensor(v).max_unpool2d(Tensor(i[..., :1]))
 
+@POOL_INDICES
 def test_max_unpool1d_and_3d_like_tinygrad():
   # any number of spatial dims, from len(kernel_size)
   x = np.random.default_rng(3).uniform(-2, 2, (2, 3, 8)).astype(np.float32)

@@ -2,9 +2,10 @@
 algorithms for SGD/Adam/AdamW, the LAMB paper's trust ratio, LARS's layer-wise trust ratio), plus optimizer mechanics."""
 import numpy as np
 import pytest
-from tg import Tensor, Context, nn
+from tg import Tensor, Context, dtypes, nn
 from tg.nn.optim import SGD, Adam, AdamW, LAMB, LARS, OptimizerGroup
 from tg.nn.state import get_parameters
+from tests.tg.opcheck import needs
 
 # ---------------- a fixed problem: three parameters, a gradient sequence that also depends on the weights ----------------
 # loss_k = sum_i (w_i * C[k][i]).sum() + 0.5 * Q[i] * ((w_i - T[i])**2).sum()  =>  grad_i = C[k][i] + Q[i] * (w_i - T[i])
@@ -129,15 +130,18 @@ def test_sgd_weight_decay():
 # ADAM_ATOL allows 5e-5 * lr: far below any error in the rule itself (e.g. a missing bias correction moves a step by ~lr).
 def ADAM_ATOL(lr): return 5e-5 * lr
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_adam():
   compare(run_tg(lambda ps: Adam(ps, lr=0.1)), run_np(np_adam(0.1)), atol=ADAM_ATOL(0.1))
   compare(run_tg(lambda ps: Adam(ps, lr=0.02, b1=0.5, b2=0.9, eps=1e-3)), run_np(np_adam(0.02, b1=0.5, b2=0.9, eps=1e-3)), atol=ADAM_ATOL(0.02))
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_adamw():
   compare(run_tg(lambda ps: AdamW(ps, lr=0.1)), run_np(np_adam(0.1, weight_decay=0.01, decoupled=True)), atol=ADAM_ATOL(0.1))
   compare(run_tg(lambda ps: AdamW(ps, lr=0.05, b1=0.8, weight_decay=0.5)), run_np(np_adam(0.05, b1=0.8, weight_decay=0.5, decoupled=True)),
           atol=ADAM_ATOL(0.05))
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_lamb():
   compare(run_tg(lambda ps: LAMB(ps, lr=0.1)), run_np(np_adam(0.1, eps=1e-6, trust=True)))
   compare(run_tg(lambda ps: LAMB(ps, lr=0.05, b1=0.8, b2=0.99, weight_decay=0.1)),
@@ -163,6 +167,7 @@ def test_lars_decoupled_decay_is_scaled_by_lr():
   np.testing.assert_allclose(hist[0][2], W0[2] * 0.95, rtol=1e-6)
   np.testing.assert_allclose(hist[1][2], W0[2] * 0.95 ** 2, rtol=1e-6)
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_trust_ratio_is_one_for_zero_norms():
   # first step: parameter 1 is zero (|w| = 0) and parameter 2 has a zero gradient; both must move as if the ratio were 1
   (w,) = run_tg(lambda ps: LARS(ps, lr=0.1, momentum=0.0, weight_decay=0.5, tcoef=1e-3), steps=1)
@@ -182,6 +187,7 @@ def test_zero_grad_sets_none():
   opt.zero_grad()
   assert w.grad is None
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_step_outside_training_raises():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = Adam([w])
@@ -243,6 +249,7 @@ def test_lr_assign_with_momentum_scales_the_step_not_the_buffer():
       want = want - lr * b
       np.testing.assert_allclose(w.numpy(), want, rtol=1e-6, atol=1e-7)
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_lr_assign_changes_adam_steps():
   w = Tensor([1.0], requires_grad=True)
   opt = Adam([w], lr=0.1)
@@ -256,6 +263,7 @@ def test_lr_assign_changes_adam_steps():
       # constant gradient: |m_hat/sqrt(v_hat)| = 1 (up to the float32 bias correction, see ADAM_ATOL)
       np.testing.assert_allclose(w.numpy() - before, [-lr], rtol=3e-5, atol=1e-7)
 
+@needs(dtypes.int64, why="BatchNorm counts batches in int64")
 def test_non_grad_tensors_are_buffers():
   bn = nn.BatchNorm(3)
   opt = SGD(get_parameters(bn), lr=0.1)
@@ -313,6 +321,7 @@ def test_optimizer_group():
       np.testing.assert_allclose(a.numpy(), wa, rtol=1e-6)
       np.testing.assert_allclose(b.numpy(), wb, rtol=1e-6)
 
+@needs(dtypes.float64, why="Adam and LAMB keep b^t in float64")
 def test_mlp_training_loss_drops():
   Tensor.manual_seed(0)
   rng = np.random.default_rng(0)
