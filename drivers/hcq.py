@@ -14,6 +14,7 @@ from ir.switches import DEBUG, HCQDEV_WAIT_TIMEOUT_MS, PROFILE
 from ir.dtype import dtypes
 from ir.uop import UOp, sym_infer
 from drivers.device import Compiled, Device
+from drivers.host_memory import HostAllocator
 
 class HCQTimeoutError(RuntimeError): pass
 
@@ -89,6 +90,7 @@ class HWQueue:
     self._submit(dev, self.resolved(var_vals))
     return self
   def _submit(self, dev: HCQCompiled, words: list[Any]) -> None: raise NotImplementedError
+  copies = False  # whether the engine behind this queue runs copy()
   # the commands, encoded by each engine's format
   def wait(self, signal: HCQSignal, value: int | UOp) -> HWQueue: raise NotImplementedError
   def signal(self, signal: HCQSignal, value: int | UOp) -> HWQueue: raise NotImplementedError
@@ -158,7 +160,7 @@ class SoftwareEngine:
 
 class SoftwareQueue(HWQueue):
   """Commands as Python words for a SoftwareEngine: ("exec", program, n, *args, global, local), ("copy", dst, src, n)..."""
-  engine = "compute"
+  engine, copies = "compute", True
   def wait(self, signal, value): return self.q("wait", signal, value)
   def signal(self, signal, value): return self.q("signal", signal, value)
   def timestamp(self, signal): return self.q("timestamp", signal)
@@ -229,9 +231,11 @@ class HCQCompiled(Compiled):
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
+  def can_transfer_from(self, src_dev: Compiled) -> bool:
+    """Whether this device's copy engine reaches src_dev's memory: both in host memory here; GPU drivers add peers."""
+    return isinstance(src_dev, HCQCompiled) and isinstance(self.allocator, HostAllocator) and isinstance(src_dev.allocator, HostAllocator)
   def transfer(self, dest: Any, src: Any, nbytes: int, src_dev: HCQCompiled) -> None:
-    """Copy between two host-memory HCQ devices on this (the destination) device's copy engine, after both
-    devices' earlier work."""
+    """Copy from src_dev's memory on this (the destination) device's copy engine, after both devices' earlier work."""
     q = self.copy_queue().wait(src_dev.timeline_signal, src_dev.timeline_value - 1).wait(self.timeline_signal, self.timeline_value - 1)
     if PROFILE:
       start, end = self.new_timing_signal(), self.new_timing_signal()

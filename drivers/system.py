@@ -100,6 +100,10 @@ class System:
   def library(self, ffi, name: str):
     """The shared library lib`name` opened through `ffi` (which declares its functions); OSError when it is absent."""
     return ffi.dlopen(ctypes.util.find_library(name) or f"lib{name}.so.1")
+  def server_of(self, path: str) -> object:
+    """What serves the device file `path`: the same object for as long as the same kernel driver does (drivers key
+    what their process shares by it). The real kernel's modules serve for the life of the process."""
+    return self
   def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     """PCI functions from sysfs, optionally only one vendor's."""

@@ -100,7 +100,8 @@ def _graph_of(ei: ExecItem, variables: frozenset[str]) -> type | None:
   graph patches a Variable's argument word with its value as is, which only a value >= 0 has in every argument
   encoding: a kernel taking a replayed Variable that may be negative runs outside graphs."""
   graph = Device[_device_of(ei)].graph
-  if ei.runner is None and not engine_copies(ei.bufs[0].device, ei.bufs[1].device): return None
+  if ei.runner is None and not (engine_copies(ei.bufs[0].device, ei.bufs[1].device) and Device[ei.bufs[0].device].compute_queue_t.copies):
+    return None  # a graph copies on the compute queue
   if ei.runner is not None and any(v.arg[0] in variables and v.vmin < 0 for v in ei.runner.spec.vars): return None
   return graph
 

@@ -115,7 +115,7 @@ def _distribute_one(n: UOp, src: tuple[UOp, ...]) -> UOp:
   if n.op in MOVEMENT: return _movement(n, src[0])
   if n.op is Ops.REDUCE_AXIS:
     m, (op, axes) = src[0], n.arg
-    partial = tuple(UOp(n.op, n.dtype, (p,), n.arg) for p in m.src)
+    partial = tuple(p.r(op, axes) for p in m.src)  # r drops axes a part has only one element along
     if m.arg is None or m.arg not in axes: return UOp(Ops.MULTI, n.dtype, partial, m.arg)
     return UOp(Ops.MULTI, n.dtype, tuple(allreduce(list(partial), op, devices)), None)
   if n.op is Ops.COPY:

@@ -12,7 +12,6 @@ from codegen.program import get_program
 from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
 from drivers.device import Buffer, Device, GlobalCounters
-from drivers.host_memory import HostAllocator
 from tg.schedule import ScheduleItem
 
 def print_ast(ast: UOp) -> None:
@@ -111,19 +110,19 @@ def get_runner(device: str, ast: UOp) -> tuple[CompiledRunner, dict[str, float]]
   return _remember(_runners, key, CompiledRunner(device, ast)), {}
 
 def engine_copies(dest: str, src: str) -> bool:
-  """Whether a copy between these devices runs on the destination's copy engine (both sides in host memory)."""
-  ddev, sdev = Device[dest], Device[src]
-  return hasattr(ddev, "transfer") and hasattr(sdev, "transfer") and isinstance(ddev.allocator, HostAllocator) and isinstance(sdev.allocator, HostAllocator)
+  """Whether a copy between these devices runs on the destination's copy engine (host memory on both sides, or GPUs
+  that are peers) instead of bouncing through the host."""
+  ddev = Device[dest]
+  return hasattr(ddev, "can_transfer_from") and ddev.can_transfer_from(Device[src])
 
 def run_copy(dest: Buffer, src: Buffer) -> float:
   st = time.perf_counter()
   src.ensure_allocated()
   ddev, sdev = Device[dest.device], Device[src.device]
-  if engine_copies(dest.device, src.device):
-    ddev.transfer(dest.ensure_allocated()._buf, src._buf, dest.nbytes, sdev)  # both in host memory: the copy engine moves it
+  if (engine := engine_copies(dest.device, src.device)): ddev.transfer(dest.ensure_allocated()._buf, src._buf, dest.nbytes, sdev)
   else: dest.copyin(memoryview(src.as_bytes()))
   et = time.perf_counter() - st
-  if DEBUG >= 2: print(f"*** {dest.device[:7]:7s} {'':4s} copy {dest.nbytes:8d} B, {dest.device:>7s} <- {src.device:7s}")
+  if DEBUG >= 2: print(f"*** {dest.device[:7]:7s} {'':4s} copy {dest.nbytes:8d} B, {dest.device:>7s} <- {src.device:7s} {'' if engine else '(through the host)'}")
   return et
 
 @dataclass

@@ -51,6 +51,7 @@ class MockSystem(System):
         self.register(prefix, model := getattr(importlib.import_module(module), cls)())
         return model
     raise OSError(errno.ENOENT, f"can't open {path}: no such device in the mock system")
+  def server_of(self, path: str) -> object: return self._model(path)  # a model registered in its place serves anew
   def toolchain(self, vendor_path: str, arch: str):
     return self._model(vendor_path).toolchain(arch)
   def library(self, ffi, name: str):

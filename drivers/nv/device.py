@@ -4,7 +4,7 @@ and GPFIFO entries itself and rings the usermode doorbell. Kernels are PTX assem
 nvJitLink); a launch is a QMD plus constant buffer 0. With DEV=MOCK+NV the same code runs against drivers/mock/nv."""
 from __future__ import annotations
 import functools, time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 from ir.dtype import bits_of
 from ir.helpers import round_up
@@ -36,6 +36,24 @@ DOORBELL = 0x90  # in the usermode page: a channel's work-submit token written h
 STACK_TOP = 0xFFFDC0   # where CUDA-ABI code starts its stack in the local window
 ABI_LOCAL_RESERVE = 0x240  # per-thread local memory the ABI keeps above the stack
 NOTIFIER_STATUS = 14       # NvNotification: u64 time, u32 info32, u16 info16, u16 status
+
+@dataclass(eq=False)
+class Session:
+  """What the NV devices of a process share: one RM client, and one UVM address space, since GPUs reach each other's
+  memory only inside one (kernel-open/nvidia-uvm/uvm_map_external.c), with one allocator of its addresses."""
+  server: object                        # what serves /dev/nvidiactl: a new kernel module (or model) starts a new session
+  rm: RMClient
+  uvm: UVM | None = None                # opened once a GPU is attached
+  addresses: AddressSpace = field(default_factory=lambda: AddressSpace(VA_START, VA_END))
+  devices: list[NVDevice] = field(default_factory=list)
+
+_sessions: dict[int, Session] = {}  # id(System) -> its session
+
+def session_of(system) -> Session:
+  server = system.server_of("/dev/nvidiactl")
+  if (session := _sessions.get(id(system))) is None or session.server is not server:
+    session = _sessions[id(system)] = Session(server, RMClient(system))
+  return session
 
 def pick(wanted: tuple[int, ...], available: set[int], what: str) -> int:
   if (cls := next((c for c in wanted if c in available), None)) is None:
@@ -189,16 +207,17 @@ class NVDevice(HCQCompiled):
     if target.renderer not in ("", "PTX"): raise ValueError(f"NV has no renderer {target.renderer!r} (known: PTX)")
     self.system = system_for(target.interface)
     index = int(device.split(":")[1]) if ":" in device else 0
-    try: self.rm = RMClient(self.system)
+    try: self.session = session_of(self.system)
     except OSError as e:
       if is_missing(e): raise DeviceUnavailable(f"NV unavailable: no NVIDIA kernel module ({e.strerror})") from None
       raise
+    self.rm = self.session.rm
     cards = self.rm.card_info()
     if index >= len(cards): raise DeviceUnavailable(f"NV unavailable: {device} asked for, the module reports {len(cards)} GPU(s)")
     self.minor = cards[index].minor_number
     self.gpu_file = self.rm.open_gpu_file(self.minor)  # kept open: the first open attaches the GPU, and RM knows only attached ones
     info = self.rm.control(self.rm.client, nv.NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, "NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS", gpuId=cards[index].gpu_id)
-    try: self.uvm = UVM(self.rm)
+    try: self.uvm = self.session.uvm = self.session.uvm or UVM(self.rm)
     except OSError as e:
       if is_missing(e): raise DeviceUnavailable(f"NV unavailable: can't open /dev/nvidia-uvm ({e.strerror}); load the nvidia-uvm module (modprobe nvidia-uvm)") from None
       raise
@@ -217,7 +236,7 @@ class NVDevice(HCQCompiled):
                      flags=nv.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY, length=16)
     self.uuid = bytes(gid.data[0:16])
     self.uvm.register_gpu(self.uuid, self.vaspace)
-    self.addresses = AddressSpace(VA_START, VA_END)
+    self.addresses = self.session.addresses
     self.gr = self.gr_info()
     self.sm = (self.gr["sm_version"] >> 8) * 10 + (self.gr["sm_version"] & 0xF)
     self.arch = f"sm_{self.sm}" + ("a" if self.sm == 90 else "")  # Hopper's wgmma exists only in sm_90a code
@@ -243,6 +262,29 @@ class NVDevice(HCQCompiled):
                 pb.method(pb.SUBC_COMPUTE, pb.Compute.SET_SHADER_SHARED_MEMORY_WINDOW_A, SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF) +
                 pb.method(pb.SUBC_COMPUTE, pb.Compute.SET_SHADER_LOCAL_MEMORY_WINDOW_A, LOCAL_WINDOW >> 32, LOCAL_WINDOW & 0xFFFFFFFF))
     self.submit("copy", pb.method(pb.SUBC_COPY, pb.Host.SET_OBJECT, self.dma_class))
+    self.peers: set[bytes] = set()  # GPUs whose video memory this one reaches (and they its)
+    for other in self.session.devices: self.join(other)
+    self.session.devices.append(self)
+
+  def join(self, other: NVDevice) -> None:
+    """Each GPU waits on the other's signals (system memory, mapped on both), and copies from its video memory where
+    the two are peers: PCIe peers once UVM_ENABLE_PEER_ACCESS succeeds, NVLink peers from registration (where that
+    call fails). Without a link, copies between them bounce through the host."""
+    self.uvm.map_on(other.uuid, self.signal_memory.va, self.signal_memory.size, self.signal_memory.handle)
+    self.uvm.map_on(self.uuid, other.signal_memory.va, other.signal_memory.size, other.signal_memory.handle)
+    try: self.uvm.enable_peer_access(self.uuid, other.uuid)
+    except RMError: pass  # NVLink peers, or no link: mapping the other's memory tells which
+    if self.reaches(other):
+      self.peers.add(other.uuid)
+      other.peers.add(self.uuid)
+
+  def reaches(self, other: NVDevice) -> bool:
+    """Whether this GPU can map the other's video memory (tried on a page of it)."""
+    probe = other.alloc_memory(0x1000)
+    try: self.uvm.map_on(self.uuid, probe.va, probe.size, probe.handle)
+    except RMError: return False
+    finally: other.free_memory(probe)
+    return True
 
   # ---- bring-up helpers ----
   def class_list(self) -> set[int]:
@@ -300,6 +342,13 @@ class NVDevice(HCQCompiled):
     if host: buf.cpu, buf.fd = self.rm.map_to_cpu(self.minor, self.device_handle, handle, size, system_memory=True)
     return buf
 
+  def map_peer(self, buf: NVBuffer) -> None:
+    """Maps another GPU's buffer on this one, once, at the address it has there (one address space)."""
+    base = buf.base or buf
+    if self.uuid not in base.mapped_on:
+      self.uvm.map_on(self.uuid, base.va, base.size, base.handle)
+      base.mapped_on.add(self.uuid)
+
   def free_memory(self, buf: NVBuffer) -> None:
     self.uvm.unmap(buf.va, buf.size)
     self.addresses.free(buf.va, buf.size)
@@ -325,6 +374,11 @@ class NVDevice(HCQCompiled):
     max_kb = 228 if self.sm >= 90 else 164 if self.sm == 80 else 100
     kb = next((k for k in (8, 16, 32, 64, 100, 132, 164, 196, 228) if k * 1024 >= shared and k <= max_kb), max_kb)
     return {"min_sm_config_shared_mem_size": 8 // 4 + 1, "target_sm_config_shared_mem_size": kb // 4 + 1, "max_sm_config_shared_mem_size": max_kb // 4 + 1}
+
+  def can_transfer_from(self, src_dev) -> bool: return isinstance(src_dev, NVDevice) and src_dev.uuid in self.peers
+  def transfer(self, dest: NVBuffer, src: NVBuffer, nbytes: int, src_dev: HCQCompiled) -> None:
+    self.map_peer(src)  # this GPU's copy engine reads the peer's video memory directly
+    super().transfer(dest, src, nbytes, src_dev)
 
   # ---- submission ----
   def submit(self, channel: str, words: list[int]) -> None: self.channels[channel].submit(words)

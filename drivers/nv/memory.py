@@ -38,6 +38,7 @@ class NVBuffer:
   host: bool = False                   # system memory (else video memory)
   fd: int | None = None                # the /dev/nvidiaN file behind the CPU mapping
   base: NVBuffer | None = field(default=None, repr=False)
+  mapped_on: set[bytes] = field(default_factory=set, repr=False)  # other GPUs (UUIDs) it is mapped on as well
   def view(self) -> np.ndarray:
     if self.cpu is None: raise RuntimeError(f"GPU memory at {self.va:#x} has no CPU mapping")
     return np.frombuffer(memoryview_at(self.cpu, self.size), dtype=np.uint8)

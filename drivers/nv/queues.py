@@ -88,7 +88,7 @@ class NVComputeQueue(NVQueue):
                .method(pb.SUBC_COMPUTE, pb.Compute.SEND_SIGNALING_PCAS2_B, pb.PCAS_PREFETCH_SCHEDULE)
 
 class NVCopyQueue(NVQueue):
-  channel = "copy"
+  channel, copies = "copy", True
   def copy(self, dest, src, nbytes: int):
     for at in range(0, nbytes, MAX_COPY):
       n = min(MAX_COPY, nbytes - at)

@@ -110,15 +110,21 @@ class UVM:
               hClient=self.rm.client, hVaSpace=vaspace)
 
   def map(self, uuid: bytes, va: int, size: int, memory: int) -> None:
-    """Map RM memory object `memory` at GPU address `va`."""
+    """Map RM memory object `memory` at GPU address `va` on the GPU `uuid`, in a new range."""
     self.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=va, length=size)
-    try:
-      self.call(nv.UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS", base=va, length=size, offset=0,
-                perGpuAttributes=[{"gpuUuid": {"uuid": uuid}, "gpuMappingType": nv.UvmGpuMappingTypeReadWriteAtomic}],
-                gpuAttributesCount=1, rmCtrlFd=self.rm.ctl, hClient=self.rm.client, hMemory=memory)
+    try: self.map_on(uuid, va, size, memory)
     except RMError:
       self.unmap(va, size)
       raise
+
+  def map_on(self, uuid: bytes, va: int, size: int, memory: int) -> None:
+    """Map `memory`, whose range starts at `va`, on one more GPU (another GPU's video memory needs peer access)."""
+    self.call(nv.UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS", base=va, length=size, offset=0,
+              perGpuAttributes=[{"gpuUuid": {"uuid": uuid}, "gpuMappingType": nv.UvmGpuMappingTypeReadWriteAtomic}],
+              gpuAttributesCount=1, rmCtrlFd=self.rm.ctl, hClient=self.rm.client, hMemory=memory)
+
+  def enable_peer_access(self, uuid_a: bytes, uuid_b: bytes) -> None:
+    self.call(nv.UVM_ENABLE_PEER_ACCESS, "UVM_ENABLE_PEER_ACCESS_PARAMS", gpuUuidA={"uuid": uuid_a}, gpuUuidB={"uuid": uuid_b})
 
   def unmap(self, va: int, size: int) -> None: self.call(nv.UVM_FREE, "UVM_FREE_PARAMS", base=va, length=size)
 

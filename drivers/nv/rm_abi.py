@@ -76,6 +76,7 @@ typedef struct { uint64_t base, length, offset; UvmGpuMappingAttributes perGpuAt
   int32_t rmCtrlFd; uint32_t hClient, hMemory, rmStatus; } UVM_MAP_EXTERNAL_ALLOCATION_PARAMS;
 typedef struct { uint64_t base, length; NvProcessorUuid gpuUuid; uint32_t rmStatus; } UVM_UNMAP_EXTERNAL_PARAMS;
 typedef struct { uint64_t base, length; uint32_t rmStatus; } UVM_FREE_PARAMS;
+typedef struct { NvProcessorUuid gpuUuidA, gpuUuidB; uint32_t rmStatus; } UVM_ENABLE_PEER_ACCESS_PARAMS;
 """
 
 # what changed at 580.65.06: NVOS46 gained flags2 and kindOverride, the VA space params pasid, the class-list maximum 100 -> 200,

@@ -1,5 +1,6 @@
-"""Multi-device tensors on CPU:0..3 (four separate CPU devices, each with its own engines): Tensor.shard, ops on
-sharded and replicated tensors against numpy, allreduce (ring and direct) against single-device sums, autograd,
+"""Multi-device tensors on four devices of the default kind (CPU:0..3, separate devices with their own engines; with
+DEV=MOCK+NV MOCKGPU_COUNT=4, tests/tg/test_on_other_devices.py runs this file on four NV-model GPUs): Tensor.shard, ops
+on sharded and replicated tensors against numpy, allreduce (ring and direct) against single-device sums, autograd,
 optimizers, TinyJit and BatchNorm against the same computation on one device."""
 import numpy as np
 import pytest
@@ -7,12 +8,13 @@ from tg import Tensor, TinyJit, Context, Device, GlobalCounters, dtypes, nn
 from tg.nn.optim import Adam, SGD
 from tg import multi
 
-D2, D4 = ("CPU", "CPU:1"), ("CPU", "CPU:1", "CPU:2", "CPU:3")
+KIND = Device.DEFAULT.split(":")[0]
+D2, D4 = (KIND, f"{KIND}:1"), tuple(f"{KIND}:{i}" if i else KIND for i in range(4))
 rng = np.random.default_rng(0)
 
-def test_indexed_cpus_are_separate_devices():
-  assert Device["CPU:1"] is not Device["CPU"] and Device["cpu:0"] is Device["CPU"]
-  assert Device["CPU:1"].engines["compute"] is not Device["CPU"].engines["compute"]
+def test_indexed_devices_are_separate_devices():
+  assert Device[D2[1]] is not Device[D2[0]] and Device[f"{KIND.lower()}:0"] is Device[KIND]
+  if KIND == "CPU": assert Device["CPU:1"].engines["compute"] is not Device["CPU"].engines["compute"]
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_shard_keeps_the_logical_tensor(axis):
@@ -161,8 +163,14 @@ def test_batchnorm_statistics_over_a_sharded_batch():
   np.testing.assert_allclose(bn.running_mean.numpy(), bn_ref.running_mean.numpy(), rtol=1e-6, atol=1e-7)
   np.testing.assert_allclose(bn.running_var.numpy(), bn_ref.running_var.numpy(), rtol=1e-5, atol=1e-7)
 
-def test_copies_between_devices_show_in_debug2(capsys):
+def test_copies_between_devices_run_on_their_copy_engines(capsys, tmp_path):
+  """Between devices of one kind, a copy is the destination's copy engine reading the source (host memory on CPU,
+  peer video memory on NV); DEBUG=2 shows every copy and marks the ones that bounce through the host."""
   a = np.ones((4, 4), np.float32)
   with Context(DEBUG=2): Tensor(a).shard(D2, 0).sum(0).realize()
-  out = capsys.readouterr().out
-  assert "copy" in out and "CPU:1" in out
+  copies = [line for line in capsys.readouterr().out.splitlines() if " copy " in line]
+  between = [line for line in copies if f"{D2[0]:7s}" in line and D2[1] in line]
+  assert between and not any("through the host" in line for line in between)
+  (tmp_path / "a").write_bytes(a.tobytes())
+  with Context(DEBUG=2): Tensor.empty(16, device=f"disk:{tmp_path / 'a'}").to(D2[1]).realize()  # a file: through the host
+  assert "(through the host)" in capsys.readouterr().out

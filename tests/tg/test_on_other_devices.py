@@ -8,7 +8,10 @@
   and the JIT;
 - DEV=CL (marked slow: `python3 -m pytest -q -m slow`): the OpenCL C renderer on a real OpenCL runtime (PoCL), which
   compiles each new kernel in about a second, so the full suites take about half an hour cold on 2 cores; the
-  default run covers CL with tests/drivers/test_cl.py.
+  default run covers CL with tests/drivers/test_cl.py;
+- DEV=WEBGPU: the WGSL renderer on a real WebGPU runtime (wgpu-native on Mesa's lavapipe), the op, nn, optim and JIT
+  suites, with the tests that need 64-bit dtypes or IEEE special values skipped there (skipped as a whole where no
+  WebGPU adapter is installed);
 (The suites run in full; their shapes are small.)"""
 import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
 import pytest
@@ -19,7 +22,16 @@ ROOT = pathlib.Path(__file__).parents[2]
 OP_SUITES = ["tests/tg/test_ops_elementwise.py", "tests/tg/test_ops_reduce.py", "tests/tg/test_ops_movement.py",
              "tests/tg/test_ops_processing.py", "tests/tg/test_losses.py"]
 RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
-        "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"]}  # the same PTX: here the libcuda glue is under test
+        "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"],  # the same PTX: here the libcuda glue is under test
+        "MOCK+NV:x4": ["tests/tg/test_multi.py"],  # four NV-model GPUs
+        "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]}
+def available(run: str) -> bool:
+  from tests.drivers.test_webgpu import webgpu_available
+  return run != "WEBGPU" or webgpu_available()
+def run_env(run: str) -> dict[str, str]:
+  """The environment of a run: DEV, and for a label ending in :xN, N GPUs in the NV model."""
+  dev, _, count = run.partition(":x")
+  return {"DEV": dev, **({"MOCKGPU_COUNT": count} if count else {})}
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("ptx")
@@ -28,21 +40,23 @@ def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("p
 def runs(kernels):
   """Starts every run at once and waits for all of them: {DEV: (exit code, output)}. Output goes to files, which
   (unlike pipes) never fill up and stall a run."""
-  logs = {dev: tempfile.TemporaryFile("w+") for dev in RUNS}
-  procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *suites], cwd=ROOT,
-                                 env={**os.environ, "DEV": dev, "MOCKGPU_PTX_DIR": str(kernels)}, stdout=logs[dev], stderr=subprocess.STDOUT, text=True)
-           for dev, suites in RUNS.items()}
+  started = [dev for dev in RUNS if available(dev)]
+  logs = {dev: tempfile.TemporaryFile("w+") for dev in started}
+  procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *RUNS[dev]], cwd=ROOT,
+                                 env={**os.environ, **run_env(dev), "MOCKGPU_PTX_DIR": str(kernels)}, stdout=logs[dev], stderr=subprocess.STDOUT, text=True)
+           for dev in started}
   codes = {dev: p.wait() for dev, p in procs.items()}
   for log in logs.values(): log.seek(0)
-  return {dev: (codes[dev], logs[dev].read()) for dev in RUNS}
+  return {dev: (codes[dev], logs[dev].read()) for dev in started}
 
 @pytest.mark.parametrize("dev", list(RUNS))
 def test_suites_pass_on(dev, runs):
+  if dev not in runs: pytest.skip(f"{dev} is not installed here (WEBGPU: pip install wgpu; apt-get install mesa-vulkan-drivers)")
   code, out = runs[dev]
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
 
-CL_SUITES = OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]
+CL_SUITES = RUNS["WEBGPU"]
 
 @pytest.mark.slow
 def test_suites_pass_on_cl():

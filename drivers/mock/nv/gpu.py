@@ -174,9 +174,9 @@ def _reg64(fmt: hw.ClassFormat, regs: dict[int, int], upper: tuple[str, str], lo
 
 class GPU:
   """Memory translation and the front end. Everything runs under `lock` (the model's ioctls take it too)."""
-  def __init__(self, arch: Arch):
+  def __init__(self, arch: Arch, lock: threading.RLock | None = None):
     self.arch = arch
-    self.lock = threading.RLock()
+    self.lock = lock or threading.RLock()  # GPUs of one model share it with the model's ioctls
     self.maps: list[Mapping] = []   # sorted by va, disjoint
     self.channels: list[Channel] = []
     self.faults: list[str] = []

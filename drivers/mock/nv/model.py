@@ -8,10 +8,11 @@ parents and classes (NV_ERR_INVALID_OBJECT_PARENT, NV_ERR_INVALID_CLASS) and han
 place: allocation parameters must have their exact size too, since RM copies its own struct size unchecked
 (src/nvidia/src/kernel/rmapi/param_copy.c) and a layout from the wrong driver branch would otherwise go unnoticed.
 
-MOCKGPU_ARCH (ampere, ada, hopper, blackwell; default hopper) picks the GPU and MOCKGPU_DRIVER (default 580.159.03)
-the module version and so the ABI branch."""
+MOCKGPU_ARCH (ampere, ada, hopper, blackwell; default hopper) picks the GPUs, MOCKGPU_COUNT (default 1) how many there
+are (/dev/nvidia0, /dev/nvidia1, ...), and MOCKGPU_DRIVER (default 580.159.03) the module version and so the ABI branch.
+Each open of /dev/nvidia-uvm is its own GPU virtual address space, as in nvidia-uvm."""
 from __future__ import annotations
-import errno, itertools
+import errno, itertools, re, threading
 from dataclasses import dataclass, field
 from typing import Any
 from ir.helpers import round_up
@@ -23,7 +24,8 @@ from drivers.nv import rm_abi as nv
 from drivers.mock.nv.gpu import ARCHS, GPU, Channel, Memory, Tsg, page_span
 from drivers.mock.nv.toolchain import MockCubinCompiler
 
-GPU_ID, UUID = 0x100, bytes(range(0xA0, 0xB0))
+GPU_ID, UUID = 0x100, bytes(range(0xA0, 0xB0))  # of GPU 0; GPU i has GPU_ID + i and UUID with i added to its last byte
+def uuid_of(i: int) -> bytes: return UUID[:15] + bytes([UUID[15] + i])
 VRAM_BYTES = 8 << 30    # what NV_ERR_NO_MEMORY is measured against (pages are only backed once touched)
 PAGE = 0x1000
 
@@ -41,6 +43,17 @@ class RmObject:
   children: list[int] = field(default_factory=list)
 
 @dataclass(eq=False)
+class UvmSpace:
+  """The GPU virtual address space of one /dev/nvidia-uvm file."""
+  ranges: dict[int, int] = field(default_factory=dict)                       # external ranges: base -> length
+  channel_ranges: dict[int, tuple[int, int]] = field(default_factory=dict)   # channel group -> where UVM put its context buffers
+  gpus: set[int] = field(default_factory=set)                                # GPUs registered (UVM_REGISTER_GPU)
+  gpu_vaspaces: set[int] = field(default_factory=set)                        # GPUs with a VA space registered (UVM_REGISTER_GPU_VASPACE)
+  peers: set[frozenset[int]] = field(default_factory=set)                    # GPU pairs with peer access enabled
+  mapped: dict[int, set[int]] = field(default_factory=dict)                  # mapped range base -> the GPUs it is mapped on
+  def taken(self) -> list[tuple[int, int]]: return [*self.ranges.items(), *self.channel_ranges.values()]
+
+@dataclass(eq=False)
 class File:
   path: str
   # the mmap context RM_MAP_MEMORY gave this file (memory, offset, page-rounded length): one per open file, kept until close
@@ -48,6 +61,7 @@ class File:
   context: tuple[Memory, int, int] | None = None
   ctl: File | None = None          # the control file REGISTER_FD tied this one to
   uvm_ready: bool = False          # /dev/nvidia-uvm: UVM_INITIALIZE done
+  space: UvmSpace = field(default_factory=UvmSpace)  # /dev/nvidia-uvm: its address space
   @property
   def is_ctl(self) -> bool: return self.path == "/dev/nvidiactl"
 
@@ -60,40 +74,60 @@ MAX_CHANNEL_VA = {"ampere": 1 << 40, "ada": 1 << 40, "hopper": 1 << 57, "blackwe
 CTX_BUFFER_BYTES, CTX_BUFFER_ALIGN = 12 << 20, 2 << 20
 
 MEMORY_CLASSES = (nv.NV01_MEMORY_SYSTEM, nv.NV01_MEMORY_LOCAL_USER)
+
+def free_gap(space: UvmSpace, lo: int, hi: int, size: int, align: int) -> int | None:
+  """The first `align`-aligned start of `size` free bytes of `space` in [lo, hi) (uvm_user_channel.c find_va_in_range)."""
+  start = round_up(lo, align)
+  while start + size <= hi:
+    if (hit := next(((b, n) for b, n in space.taken() if b < start + size and start < b + n), None)) is None: return start
+    start = round_up(hit[0] + hit[1], align)
+  return None
 USERMODE_PARAMS = {nv.HOPPER_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS", nv.BLACKWELL_USERMODE_A: "NV_HOPPER_USERMODE_A_PARAMS"}
 
 class NVModel(DeviceModel):
-  def __init__(self, arch: str | None = None, driver: str | None = None, uvm: bool = True):
+  def __init__(self, arch: str | None = None, driver: str | None = None, uvm: bool = True, count: int | None = None, link: str = "pcie"):
     arch = arch or getenv("MOCKGPU_ARCH", "hopper")
     if arch not in ARCHS: raise ValueError(f"MOCKGPU_ARCH={arch!r}: the NV model knows {', '.join(ARCHS)}")
     self.version = driver or getenv("MOCKGPU_DRIVER", "580.159.03")
     self.uvm_loaded = uvm  # nvidia-uvm is a module of its own: a system may have nvidia.ko without it
+    if link not in ("pcie", "nvlink", "none"): raise ValueError(f"link={link!r}: the NV model knows pcie, nvlink and none")
+    self.link = link       # what joins every pair of GPUs: PCIe P2P, NVLink, or nothing peers can use
     try: self.abi = nv.abi_for(self.version)
     except ValueError: self.abi = nv.abi_for("580")  # a module tg doesn't support: only its version query will be asked
-    self.gpu = GPU(ARCHS[arch])
+    lock = threading.RLock()
+    self.gpus = [GPU(ARCHS[arch], lock) for _ in range(count or getenv("MOCKGPU_COUNT", 1))]
     self.objects: dict[int, RmObject] = {}
     self.handles = itertools.count(0xC1D00001)
     self.tokens = itertools.count(1)
-    self.vram_used = 0
-    self.ranges: dict[int, int] = {}   # UVM external ranges: base -> length
-    self.channel_ranges: dict[int, tuple[int, int]] = {}  # channel group -> (base, length) UVM placed its context buffers at
-    self.gpu_opens = 0                 # open /dev/nvidia0 files: the GPU is attached while there is one
+    self.vram_used = [0] * len(self.gpus)
+    self.gpu_opens = [0] * len(self.gpus)  # open /dev/nvidiaN files: GPU N is attached while there is one
+    self.spaces: list[UvmSpace] = []       # every UVM address space (one per initialized /dev/nvidia-uvm file)
     self.uvm_vaspaces: set[int] = set()  # VA spaces registered with UVM (they then have a page directory)
     self.unbound: set[int] = set()     # GR channels on an externally owned VA space not yet registered with UVM
 
   @property
-  def faults(self) -> list[str]: return self.gpu.faults
+  def gpu(self) -> GPU: return self.gpus[0]
+  @property
+  def faults(self) -> list[str]: return [f for g in self.gpus for f in g.faults]
+  def stop(self) -> None:
+    for g in self.gpus: g.stop()
   def toolchain(self, arch: str): return PTXRenderer(arch), MockCubinCompiler(arch)
 
   # ---- files
+  def minor(self, path: str) -> int | None:
+    """N of /dev/nvidiaN for a GPU the model has, else None."""
+    m = re.fullmatch(r"/dev/nvidia(\d+)", path)
+    return int(m.group(1)) if m and int(m.group(1)) < len(self.gpus) else None
+
   def open(self, path: str) -> File:
-    if path not in ("/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm") or (path == "/dev/nvidia-uvm" and not self.uvm_loaded):
+    gpu = self.minor(path)
+    if (gpu is None and path not in ("/dev/nvidiactl", "/dev/nvidia-uvm")) or (path == "/dev/nvidia-uvm" and not self.uvm_loaded):
       raise OSError(errno.ENOENT, f"can't open {path}: no such device")
-    if path == "/dev/nvidia0": self.gpu_opens += 1  # the first open attaches the GPU (kernel-open/nvidia/nv.c nv_open_device)
+    if gpu is not None: self.gpu_opens[gpu] += 1  # the first open attaches the GPU (kernel-open/nvidia/nv.c nv_open_device)
     return File(path)
 
   def close(self, handle: File) -> None:
-    if handle.path == "/dev/nvidia0": self.gpu_opens -= 1  # the last close detaches it (nv.c nv_stop_device)
+    if (gpu := self.minor(handle.path)) is not None: self.gpu_opens[gpu] -= 1  # the last close detaches it (nv.c nv_stop_device)
     handle.context = None
 
   def mmap(self, handle: File, addr: int, size: int, prot: int, flags: int, offset: int) -> int:
@@ -135,8 +169,9 @@ class NVModel(DeviceModel):
 
   def card_info(self, cards, size: int) -> int:
     if size != 64 * self.abi.sizeof("nv_ioctl_card_info_t"): raise OSError(errno.EINVAL, f"NV_ESC_CARD_INFO takes 64 entries, got {size} bytes")
-    cards[0] = {"valid": 1, "gpu_id": GPU_ID, "minor_number": 0,
-                "pci_info": {"domain": 0, "bus": 1, "vendor_id": 0x10DE, "device_id": self.gpu.arch.pci_device}}
+    for i, gpu in enumerate(self.gpus):
+      cards[i] = {"valid": 1, "gpu_id": GPU_ID + i, "minor_number": i,
+                  "pci_info": {"domain": 0, "bus": 1 + i, "vendor_id": 0x10DE, "device_id": gpu.arch.pci_device}}
     return 0
 
   def register_fd(self, handle: File, arg) -> None:
@@ -157,10 +192,10 @@ class NVModel(DeviceModel):
     # system memory is mmapped through a control file, BAR memory (video memory, the usermode window) through the GPU's
     # file (src/nvidia/arch/nvalloc/unix/src/osapi.c RmCreateMmapContextLocked); params.fd names it, and the file
     # takes one context for its lifetime (kernel-open/nvidia/nv-usermap.c nv_add_mapping_context_to_file)
-    target = self.file_of(fd)
-    want_ctl = obj.cls == nv.NV01_MEMORY_SYSTEM
-    if target is None or target.path not in ("/dev/nvidiactl", "/dev/nvidia0") or target.is_ctl != want_ctl:
-      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"params.fd {fd} must be a {'/dev/nvidiactl' if want_ctl else '/dev/nvidia0'} file to map class {obj.cls:#x}")
+    target, owner = self.file_of(fd), f"/dev/nvidia{self.gpu_index(p.hMemory)}"
+    want = "/dev/nvidiactl" if obj.cls == nv.NV01_MEMORY_SYSTEM else owner  # a GPU file must be the owning GPU's
+    if target is None or target.path != want:
+      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"params.fd {fd} must be a {want} file to map class {obj.cls:#x}")
     if target.context is not None: raise RmFailure("NV_ERR_STATE_IN_USE", f"params.fd {fd} already holds a mapping (each mapping needs its own open file)")
     target.context = (obj.state, p.offset, page_span(0, p.length)[1])
 
@@ -181,6 +216,13 @@ class NVModel(DeviceModel):
     try: call()
     except RmFailure as e: return e.code
     return nv.NV_OK
+
+  def gpu_index(self, h: int) -> int:
+    """The GPU an object belongs to: its NV01_DEVICE_0 ancestor's device instance."""
+    obj = self.objects[h]
+    while obj.cls != nv.NV01_DEVICE_0: obj = self.objects[obj.parent]
+    return obj.state
+  def gpu_of(self, h: int) -> GPU: return self.gpus[self.gpu_index(h)]
 
   def lookup(self, h: int, what: str, classes: tuple[int, ...] | None = None) -> RmObject:
     if (obj := self.objects.get(h)) is None: raise RmFailure("NV_ERR_INVALID_OBJECT_HANDLE", f"{what} {h:#x} is no object")
@@ -205,7 +247,7 @@ class NVModel(DeviceModel):
     wants, struct = self.placement(cls)  # each class's parents, as src/nvidia/src/kernel/rmapi/alloc_free.c checks them
     if parent_obj.cls not in wants: raise RmFailure("NV_ERR_INVALID_OBJECT_PARENT", f"class {cls:#x} can't live under class {parent_obj.cls:#x}")
     p = self.params(arg, arg.pAllocParms, arg.paramsSize, struct)
-    self.add(arg, RmObject(cls, parent, self.create(cls, parent_obj, p)))
+    self.add(arg, RmObject(cls, parent, self.create(cls, parent_obj, p, None if cls == nv.NV01_DEVICE_0 else self.gpu_index(parent))))
 
   def placement(self, cls: int) -> tuple[tuple[int, ...], str | None]:
     """(parent classes allowed, the parameter struct) for an allocatable class."""
@@ -221,9 +263,11 @@ class NVModel(DeviceModel):
     if cls in (arch.compute, arch.dma): return arch.gpfifo, None
     raise RmFailure("NV_ERR_INVALID_CLASS", f"the model can't allocate class {cls:#x}")
 
-  def create(self, cls: int, parent: RmObject, p) -> Any:
+  def create(self, cls: int, parent: RmObject, p, gpu: int | None) -> Any:
     arch = self.gpu.arch
-    if cls == nv.NV01_DEVICE_0 and p.deviceId != 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"deviceId {p.deviceId}: the model has device 0 only")
+    if cls == nv.NV01_DEVICE_0:
+      if p.deviceId >= len(self.gpus): raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"deviceId {p.deviceId}: the model has {len(self.gpus)} GPU(s)")
+      return p.deviceId
     if cls == nv.FERMI_VASPACE_A: return p.flags
     if cls == nv.FERMI_CONTEXT_SHARE_A:
       vaspace = self.lookup(p.hVASpace, "hVASpace", (nv.FERMI_VASPACE_A,))
@@ -232,27 +276,27 @@ class NVModel(DeviceModel):
       if vaspace.state & nv.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED and p.hVASpace not in self.uvm_vaspaces:
         raise RmFailure("NV_ERR_INVALID_STATE", f"VA space {p.hVASpace:#x} is externally owned and not registered with UVM yet")
       return vaspace.state
-    if cls in arch.usermode: return self.gpu.usermode
-    if cls in MEMORY_CLASSES: return self.memory(cls, p)
+    if cls in arch.usermode: return self.gpus[gpu].usermode
+    if cls in MEMORY_CLASSES: return self.memory(cls, p, gpu)
     if cls == nv.KEPLER_CHANNEL_GROUP_A: return Tsg()
-    if cls in arch.gpfifo: return self.channel(cls, parent, p)
+    if cls in arch.gpfifo: return self.channel(cls, parent, p, gpu)
     if cls in (arch.compute, arch.dma):
       if cls in parent.state.objects: raise RmFailure("NV_ERR_INVALID_STATE", f"channel already has an object of class {cls:#x}")
       parent.state.objects.add(cls)
     return None
 
-  def memory(self, cls: int, p) -> Memory:
+  def memory(self, cls: int, p, gpu: int) -> Memory:
     if p.size == 0: raise RmFailure("NV_ERR_INVALID_ARGUMENT", "a memory object of 0 bytes")  # mem_mgr/standard_mem.c stdmemValidateParams
     # gpu/mem_mgr/arch/maxwell/mem_mgr_gm107.c memmgrAllocDetermineAlignment_GM107: a forced alignment must be a multiple
     # or a divisor of the hardware's (the page size); the size is padded, not checked
     if p.flags & nv.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE and p.alignment and p.alignment % PAGE and PAGE % p.alignment:
       raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"forced alignment {p.alignment:#x} doesn't fit the {PAGE:#x}-byte page")
     if cls == nv.NV01_MEMORY_LOCAL_USER:
-      if self.vram_used + p.size > VRAM_BYTES: raise RmFailure("NV_ERR_NO_MEMORY", f"{p.size:#x} bytes of video memory, {self.vram_used:#x} in use")
-      self.vram_used += p.size
+      if self.vram_used[gpu] + p.size > VRAM_BYTES: raise RmFailure("NV_ERR_NO_MEMORY", f"{p.size:#x} bytes of video memory, {self.vram_used[gpu]:#x} in use")
+      self.vram_used[gpu] += p.size
     return Memory(p.size)
 
-  def channel(self, cls: int, tsg: RmObject, p) -> Channel:
+  def channel(self, cls: int, tsg: RmObject, p, gpu: int) -> Channel:
     notifier = self.lookup(p.hObjectError, "hObjectError", MEMORY_CLASSES).state
     userd = self.lookup(p.hUserdMemory[0], "hUserdMemory[0]", MEMORY_CLASSES).state
     self.lookup(p.hContextShare, "hContextShare", (nv.FERMI_CONTEXT_SHARE_A,))
@@ -260,9 +304,9 @@ class NVModel(DeviceModel):
     # USERD is 512-byte aligned (src/nvidia/src/kernel/gpu/fifo/arch/volta/kernel_channel_gv100.c kchannelCreateUserdMemDesc_GV100)
     if p.userdOffset[0] % 512: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"USERD offset {p.userdOffset[0]:#x} is not 512-byte aligned")
     if p.flags & 3: raise RmFailure("NV_ERR_NOT_SUPPORTED", "only physical channels (kernel_channel.c kchannelConstruct_IMPL)")
-    ch = Channel(f"{cls:#x}#{len(self.gpu.channels)}", cls, next(self.tokens), p.gpFifoOffset, p.gpFifoEntries, userd, p.userdOffset[0],
+    ch = Channel(f"{cls:#x}#{len(self.gpus[gpu].channels)}", cls, next(self.tokens), p.gpFifoOffset, p.gpFifoEntries, userd, p.userdOffset[0],
                  notifier, tsg.state)
-    self.gpu.add_channel(ch)
+    self.gpus[gpu].add_channel(ch)
     if self.lookup(p.hContextShare, "hContextShare").state & nv.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED: self.unbound.add(ch)
     return ch
 
@@ -274,15 +318,18 @@ class NVModel(DeviceModel):
     arg.hObjectNew = h
 
   def free(self, h: int) -> None:
-    obj = self.objects.pop(h)
-    for child in obj.children: self.free(child)
+    obj = self.objects[h]
+    for child in list(obj.children): self.free(child)
+    gpu = self.gpu_index(h) if obj.cls not in (nv.NV01_ROOT_CLIENT,) else None
+    del self.objects[h]
     if obj.parent in self.objects: self.objects[obj.parent].children.remove(h)
     if isinstance(obj.state, Channel):
-      self.gpu.remove_channel(obj.state)
+      self.gpus[gpu].remove_channel(obj.state)
       self.unbound.discard(obj.state)
-    if obj.cls == nv.KEPLER_CHANNEL_GROUP_A: self.channel_ranges.pop(h, None)
+    if obj.cls == nv.KEPLER_CHANNEL_GROUP_A:
+      for space in self.spaces: space.channel_ranges.pop(h, None)
     if isinstance(obj.state, Memory):
-      if obj.cls == nv.NV01_MEMORY_LOCAL_USER: self.vram_used -= obj.state.size
+      if obj.cls == nv.NV01_MEMORY_LOCAL_USER: self.vram_used[gpu] -= obj.state.size
       obj.state.free()
 
   # ---- controls
@@ -304,8 +351,9 @@ class NVModel(DeviceModel):
   def id_info(self, obj: RmObject, p) -> None:
     # src/nvidia/src/kernel/gpu_mgr/gpu_mgr.c gpumgrGetGpuIdInfoV2: only attached GPUs are found, and a GPU is attached
     # while one of its /dev/nvidiaN files is open (without persistence mode)
-    if p.gpuId != GPU_ID or not self.gpu_opens: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"gpuId {p.gpuId:#x} is not attached")
-    p.deviceInstance, p.subDeviceInstance = 0, 0
+    i = p.gpuId - GPU_ID
+    if not 0 <= i < len(self.gpus) or not self.gpu_opens[i]: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"gpuId {p.gpuId:#x} is not attached")
+    p.deviceInstance, p.subDeviceInstance = i, 0
 
   def class_list(self, obj: RmObject, p) -> None:
     classes = self.gpu.arch.classes
@@ -316,7 +364,7 @@ class NVModel(DeviceModel):
 
   def gid_info(self, obj: RmObject, p) -> None:
     if p.flags != nv.NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY: raise RmFailure("NV_ERR_NOT_SUPPORTED", "only the binary GID format is modelled")
-    p.length, p.data[0:16] = 16, list(UUID)
+    p.length, p.data[0:16] = 16, list(uuid_of(self.gpu_index(obj.parent)))
 
   def gr_info(self, obj: RmObject, p) -> None:
     arch = self.gpu.arch
@@ -339,7 +387,7 @@ class NVModel(DeviceModel):
     if p.bEnable and (waiting := [c for c in obj.children if self.objects[c].state in self.unbound]):
       raise RmFailure("NV_ERR_INVALID_STATE", f"channel {waiting[0]:#x} is not registered with UVM")
     obj.state.scheduled = bool(p.bEnable)
-    if p.bEnable: self.gpu.start()
+    if p.bEnable: self.gpu_of(obj.parent).start()
 
   def token(self, obj: RmObject, p) -> None:
     # kernel_fifo_ga100.c kfifoGenerateWorkSubmitTokenHal_GA100: the channel needs a runlist, which its engine object sets
@@ -351,29 +399,42 @@ class NVModel(DeviceModel):
     calls = {nv.UVM_INITIALIZE: self.uvm_initialize, nv.UVM_MM_INITIALIZE: lambda h, a: None,
              nv.UVM_REGISTER_GPU: self.uvm_register_gpu, nv.UVM_REGISTER_GPU_VASPACE: self.uvm_register_vaspace,
              nv.UVM_REGISTER_CHANNEL: self.uvm_register_channel, nv.UVM_CREATE_EXTERNAL_RANGE: self.uvm_create_range,
-             nv.UVM_MAP_EXTERNAL_ALLOCATION: self.uvm_map, nv.UVM_FREE: self.uvm_free}
+             nv.UVM_MAP_EXTERNAL_ALLOCATION: self.uvm_map, nv.UVM_FREE: self.uvm_free, nv.UVM_ENABLE_PEER_ACCESS: self.uvm_enable_peer_access}
     if request not in calls: raise OSError(errno.ENOTTY, f"{name} ({request:#x}): not a modelled UVM ioctl")
     if request not in (nv.UVM_INITIALIZE, nv.UVM_MM_INITIALIZE) and not handle.uvm_ready:
       raise OSError(errno.EINVAL, f"{name} before UVM_INITIALIZE on this file")
     arg.rmStatus = self.status_of(lambda: calls[request](handle, arg))
     return 0
 
-  def uvm_initialize(self, handle: File, arg) -> None: handle.uvm_ready = True
+  def uvm_initialize(self, handle: File, arg) -> None:
+    handle.uvm_ready = True
+    self.spaces.append(handle.space)
 
-  def check_uuid(self, uuid) -> None:
-    if bytes(uuid.uuid) != UUID: raise RmFailure("NV_ERR_GPU_UUID_NOT_FOUND", f"GPU UUID {bytes(uuid.uuid).hex()} is not attached")
+  def check_uuid(self, uuid, space: UvmSpace | None = None) -> int:
+    """The GPU with this UUID (registered in `space`, when given)."""
+    i = next((i for i in range(len(self.gpus)) if bytes(uuid.uuid) == uuid_of(i)), None)
+    if i is None or (space is not None and i not in space.gpus):
+      raise RmFailure("NV_ERR_GPU_UUID_NOT_FOUND", f"GPU UUID {bytes(uuid.uuid).hex()} is not {'a GPU' if i is None else 'registered in this address space'}")
+    return i
 
-  def uvm_register_gpu(self, handle: File, arg) -> None: self.check_uuid(arg.gpu_uuid)
+  def uvm_register_gpu(self, handle: File, arg) -> None:
+    gpu = self.check_uuid(arg.gpu_uuid)
+    # kernel-open/nvidia-uvm/uvm_va_space.c uvm_va_space_register_gpu: a GPU is registered once per address space
+    if gpu in handle.space.gpus: raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {gpu} is already registered in this address space")
+    if self.link == "nvlink": handle.space.peers |= {frozenset((gpu, other)) for other in handle.space.gpus}  # register_gpu_peers
+    handle.space.gpus.add(gpu)
 
   def uvm_register_vaspace(self, handle: File, arg) -> None:
-    self.check_uuid(arg.gpuUuid)
+    gpu = self.check_uuid(arg.gpuUuid, handle.space)
     self.lookup(arg.hVaSpace, "hVaSpace", (nv.FERMI_VASPACE_A,))
     self.uvm_vaspaces.add(arg.hVaSpace)
+    handle.space.gpu_vaspaces.add(gpu)
 
   def uvm_register_channel(self, handle: File, arg) -> None:
     # kernel-open/nvidia-uvm/uvm_user_channel.c: [base, base+length) is a reserved window; UVM places the channel group's
     # context buffers in its first free aligned gap and owns that range from then on
-    self.check_uuid(arg.gpuUuid)
+    space = handle.space
+    self.check_uuid(arg.gpuUuid, space)
     if not self.uvm_vaspaces: raise RmFailure("NV_ERR_INVALID_DEVICE", "the GPU has no VA space registered with UVM")
     obj = self.lookup(arg.hChannel, "hChannel")
     if not isinstance(obj.state, Channel): raise RmFailure("NV_ERR_INVALID_CHANNEL", f"{arg.hChannel:#x} is no channel")
@@ -381,39 +442,61 @@ class NVModel(DeviceModel):
     base, length = arg.base, arg.length
     if base % PAGE or length % PAGE or not base or not length: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"window {base:#x}+{length:#x} is not a page-aligned range")
     if base + length >= MAX_CHANNEL_VA[self.gpu.arch.name]: raise RmFailure("NV_ERR_OUT_OF_RANGE", f"window {base:#x}+{length:#x} ends past the channel VA limit")
-    if obj.parent not in self.channel_ranges:  # a TSG's channels share its buffers
-      start = self.free_gap(base, base + length, CTX_BUFFER_BYTES, CTX_BUFFER_ALIGN)
+    if obj.parent not in space.channel_ranges:  # a TSG's channels share its buffers
+      start = free_gap(space, base, base + length, CTX_BUFFER_BYTES, CTX_BUFFER_ALIGN)
       if start is None: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"window {base:#x}+{length:#x} has no free {CTX_BUFFER_BYTES:#x}-byte gap for the context buffers")
-      self.channel_ranges[obj.parent] = (start, CTX_BUFFER_BYTES)
+      space.channel_ranges[obj.parent] = (start, CTX_BUFFER_BYTES)
     self.unbound.discard(obj.state)
 
-  def taken(self) -> list[tuple[int, int]]: return [*self.ranges.items(), *self.channel_ranges.values()]
-
-  def free_gap(self, lo: int, hi: int, size: int, align: int) -> int | None:
-    """The first `align`-aligned start of `size` free bytes in [lo, hi) (uvm_user_channel.c find_va_in_range)."""
-    start = round_up(lo, align)
-    while start + size <= hi:
-      if (hit := next(((b, n) for b, n in self.taken() if b < start + size and start < b + n), None)) is None: return start
-      start = round_up(hit[0] + hit[1], align)
-    return None
-
   def uvm_create_range(self, handle: File, arg) -> None:
-    base, length = arg.base, arg.length
+    base, length, space = arg.base, arg.length, handle.space
     # uvm_map_external.c uvm_create_external_range: uvm_api_range_invalid_4k, then no overlap with any UVM range
     if base % PAGE or length % PAGE or not length or not base: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"range {base:#x}+{length:#x} is not page aligned")
-    if any(b < base + length and base < b + n for b, n in self.taken()):
+    if any(b < base + length and base < b + n for b, n in space.taken()):
       raise RmFailure("NV_ERR_UVM_ADDRESS_IN_USE", f"range {base:#x}+{length:#x} overlaps another")
-    self.ranges[base] = length
+    space.ranges[base] = length
 
   def uvm_map(self, handle: File, arg) -> None:
-    if not any(b <= arg.base and arg.base + arg.length <= b + n for b, n in self.ranges.items()):
+    # kernel-open/nvidia-uvm/uvm_map_external.c uvm_map_external_allocation: the whole span inside one external range,
+    # 1..UVM_MAX_GPUS attributes, each GPU registered here with a VA space; each call maps on the GPUs it lists, keeping
+    # the range's mappings on other GPUs
+    space = handle.space
+    if not any(b <= arg.base and arg.base + arg.length <= b + n for b, n in space.ranges.items()):
       raise RmFailure("NV_ERR_INVALID_ADDRESS", f"{arg.base:#x}+{arg.length:#x} is inside no external range")
-    if arg.gpuAttributesCount != 1: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"{arg.gpuAttributesCount} GPU attributes (the model has one GPU)")
-    self.check_uuid(arg.perGpuAttributes[0].gpuUuid)
-    mem = self.lookup(arg.hMemory, "hMemory", MEMORY_CLASSES).state
+    if not 0 < arg.gpuAttributesCount <= nv.UVM_MAX_GPUS: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"{arg.gpuAttributesCount} GPU attributes")
+    obj = self.lookup(arg.hMemory, "hMemory", MEMORY_CLASSES)
+    mem = obj.state
     if arg.offset + arg.length > mem.size: raise RmFailure("NV_ERR_INVALID_LIMIT", f"{arg.length:#x} bytes at {arg.offset:#x} of a {mem.size:#x}-byte object")
-    self.gpu.map(arg.base, arg.length, mem, arg.offset)
+    owner = self.gpu_index(arg.hMemory) if obj.cls == nv.NV01_MEMORY_LOCAL_USER else None  # system memory has no owning GPU
+    for attrs in arg.perGpuAttributes[0:arg.gpuAttributesCount]:
+      gpu = self.uuid_gpu(attrs.gpuUuid)
+      if gpu not in space.gpu_vaspaces: raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {gpu} has no VA space registered in this address space")
+      # uvm_map_external.c set_ext_gpu_map_location: the owner must be registered, and another GPU's video memory needs peer access
+      if owner is not None and owner not in space.gpus: raise RmFailure("NV_ERR_INVALID_DEVICE", f"the memory's GPU {owner} is not registered in this address space")
+      if owner is not None and owner != gpu and frozenset((owner, gpu)) not in space.peers:
+        raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {gpu} maps GPU {owner}'s video memory without peer access (UVM_ENABLE_PEER_ACCESS)")
+      self.gpus[gpu].map(arg.base, arg.length, mem, arg.offset)
+      space.mapped.setdefault(arg.base, set()).add(gpu)
+
+  def uuid_gpu(self, uuid) -> int:
+    i = next((i for i in range(len(self.gpus)) if bytes(uuid.uuid) == uuid_of(i)), None)
+    if i is None: raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU UUID {bytes(uuid.uuid).hex()} is no GPU")
+    return i
+
+  def uvm_enable_peer_access(self, handle: File, arg) -> None:
+    # kernel-open/nvidia-uvm/uvm_va_space.c uvm_api_enable_peer_access: two different GPUs registered in this address
+    # space (retain_pcie_peers_from_uuids) that can be peers (uvm_gpu.c parent_peers_init) over PCIe, not NVLink
+    # (uvm_gpu_retain_pcie_peer_access; NVLink peers are enabled at registration), a pair enabled once
+    a, b = self.uuid_gpu(arg.gpuUuidA), self.uuid_gpu(arg.gpuUuidB)
+    if a == b or a not in handle.space.gpus or b not in handle.space.gpus:
+      raise RmFailure("NV_ERR_INVALID_DEVICE", f"peer access between GPU {a} and GPU {b}: two different GPUs registered in this address space")
+    if self.link == "none": raise RmFailure("NV_ERR_NOT_SUPPORTED", f"GPU {a} and GPU {b} have no peer-to-peer link")
+    if self.link == "nvlink": raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {a} and GPU {b} are NVLink peers, not PCIe peers")
+    if frozenset((a, b)) in handle.space.peers: raise RmFailure("NV_ERR_INVALID_DEVICE", f"peer access between GPU {a} and GPU {b} is already enabled")
+    handle.space.peers.add(frozenset((a, b)))
 
   def uvm_free(self, handle: File, arg) -> None:
-    if arg.base not in self.ranges: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"no range starts at {arg.base:#x}")
-    self.gpu.unmap(arg.base, self.ranges.pop(arg.base))
+    space = handle.space
+    if arg.base not in space.ranges: raise RmFailure("NV_ERR_INVALID_ADDRESS", f"no range starts at {arg.base:#x}")
+    length = space.ranges.pop(arg.base)
+    for gpu in space.mapped.pop(arg.base, ()): self.gpus[gpu].unmap(arg.base, length)

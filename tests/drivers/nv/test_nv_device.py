@@ -24,6 +24,12 @@ def open_nv(arch: str = "hopper", driver: str = "580.159.03") -> tuple[NVDevice,
   mock_system.register("/dev/nvidia", model)
   with Context(DEV="MOCK+NV"): return NVDevice("NV"), model
 
+def open_gpus(count: int = 2, link: str = "pcie") -> tuple[list[NVDevice], NVModel]:
+  """`count` NV devices on a fresh model whose GPUs are joined by `link` (pcie, nvlink, none)."""
+  model = NVModel("hopper", count=count, link=link)
+  mock_system.register("/dev/nvidia", model)
+  with Context(DEV="MOCK+NV"): return [NVDevice(f"NV:{i}") for i in range(count)], model
+
 @pytest.fixture
 def nvdev(request):
   dev, model = open_nv(*getattr(request, "param", ("hopper",)))
@@ -133,11 +139,11 @@ def test_a_channel_starts_only_when_its_doorbell_rings(monkeypatch, register, to
 
 def test_freed_memory_leaves_the_gpu_page_table(nvdev):
   dev, model = nvdev
-  maps, used = len(model.gpu.maps), model.vram_used
+  maps, used = len(model.gpu.maps), model.vram_used[0]
   buf = dev.alloc_memory(3 << 20)
-  assert len(model.gpu.maps) == maps + 1 and model.vram_used == used + (4 << 20)  # rounded up to 2 MiB pages
+  assert len(model.gpu.maps) == maps + 1 and model.vram_used[0] == used + (4 << 20)  # rounded up to 2 MiB pages
   dev.free_memory(buf)
-  assert len(model.gpu.maps) == maps and model.vram_used == used
+  assert len(model.gpu.maps) == maps and model.vram_used[0] == used
   with pytest.raises(MemoryError, match=r"out of video memory for 17179869184 bytes"): dev.alloc_memory(16 << 30)
 
 def test_unmapped_pointer_faults_the_channel_and_is_reported(nvdev):
@@ -165,3 +171,29 @@ def test_model_checks_what_the_kernel_module_checks(nvdev):
   with pytest.raises(OSError, match=r"encodes 4 bytes"):  # an escape whose request number carries the wrong size
     dev.system.ioctl(rm.ctl, "NV_ESC_RM_ALLOC", nv.escape_request(nv.NV_ESC_RM_ALLOC, 4), rm.abi.new("NVOS21_PARAMETERS"))
   assert model.faults == []
+
+@pytest.mark.parametrize("link", ["pcie", "nvlink", "none"])
+def test_gpus_of_a_process_share_one_address_space_and_copy_as_peers(link):
+  (a, b), model = open_gpus(link=link)
+  try:
+    assert a.uvm is b.uvm and a.rm is b.rm and len(model.spaces) == 1  # one UVM address space, so one address for each buffer
+    assert b.can_transfer_from(a) == a.can_transfer_from(b) == (link != "none")  # peers over PCIe P2P or NVLink, else none
+    data = np.arange(1 << 12, dtype=np.uint32)
+    src, dest = a.allocator.alloc(data.nbytes), b.allocator.alloc(data.nbytes)
+    assert src.va + src.size <= dest.va or dest.va + dest.size <= src.va
+    a.allocator.copyin(src, memoryview(data))
+    if link != "none":
+      b.transfer(dest, src, data.nbytes, a)  # B's copy engine reads A's video memory, after A's earlier work
+      out = np.empty_like(data)
+      b.allocator.copyout(memoryview(out), dest)
+      np.testing.assert_array_equal(out, data)
+    # each GPU waits on the other's signals: B's compute queue holds until A's timeline passes a value
+    a.synchronize()
+    later, done = a.timeline_value + 5, b.next_timeline()
+    b.compute_queue().wait(a.timeline_signal, later).signal(b.timeline_signal, done).submit(b)
+    time.sleep(0.2)
+    assert b.timeline_signal.value < done  # still waiting for A
+    a.timeline_signal.value = later
+    b.synchronize(timeout_ms=10_000)  # an unmapped signal would be an MMU fault here
+    assert b.timeline_signal.value >= done and model.faults == []
+  finally: model.stop()

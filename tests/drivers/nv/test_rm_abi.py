@@ -53,6 +53,7 @@ MEASURED_580 = {
   "NV_VASPACE_ALLOCATION_PARAMETERS": (56, "index 0 flags 4 vaSize 8 vaStartInternal 16 vaLimitInternal 24 bigPageSize 32 vaBase 40 pasid 48"),
   "NvProcessorUuid": (16, "uuid 0"),
   "UVM_CREATE_EXTERNAL_RANGE_PARAMS": (24, "base 0 length 8 rmStatus 16"),
+  "UVM_ENABLE_PEER_ACCESS_PARAMS": (36, "gpuUuidA 0 gpuUuidB 16 rmStatus 32"),  # measured the same way at 595.45.04
   "UVM_FREE_PARAMS": (24, "base 0 length 8 rmStatus 16"),
   "UVM_INITIALIZE_PARAMS": (16, "flags 0 rmStatus 8"),
   "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS": (9264, "base 0 length 8 offset 16 perGpuAttributes 24 gpuAttributesCount 9240 rmCtrlFd 9248 "

@@ -9,9 +9,9 @@ from drivers.mock import mock_system
 from drivers.mock.nv.model import CTX_BUFFER_ALIGN, CTX_BUFFER_BYTES, NVModel
 from drivers.nv import rm_abi as nv
 from drivers.nv.device import NVDevice
-from drivers.nv.rm import RMClient, RMError
+from drivers.nv.rm import UVM, RMClient, RMError
 from drivers.system import MAP_SHARED, PROT_READ, PROT_WRITE
-from tests.drivers.nv.test_nv_device import open_nv
+from tests.drivers.nv.test_nv_device import open_gpus, open_nv
 
 @pytest.fixture
 def nvdev():
@@ -102,7 +102,7 @@ def test_a_channel_needs_a_uvm_window_for_its_context_buffers(nvdev):
   dev.uvm.register_channel(dev.uuid, channel, window, need)
   with pytest.raises(RMError, match="NV_ERR_INVALID_CHANNEL"): dev.uvm.register_channel(dev.uuid, channel, window, need)
   schedule()
-  placed = model.channel_ranges[tsg][0]
+  placed = model.spaces[-1].channel_ranges[tsg][0]
   with pytest.raises(RMError, match="NV_ERR_UVM_ADDRESS_IN_USE"):  # UVM owns where it put the buffers
     dev.uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=placed, length=0x1000)
   with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): dev.uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=0, length=0x1000)
@@ -116,3 +116,54 @@ def test_a_context_share_on_an_external_va_space_needs_uvm_to_know_it(nvdev):
   tsg = rm.alloc_with(dev.device_handle, nv.KEPLER_CHANNEL_GROUP_A, "NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS", engineType=nv.NV2080_ENGINE_TYPE_GRAPHICS)
   with pytest.raises(RMError, match="NV_ERR_INVALID_STATE"):
     rm.alloc_with(tsg, nv.FERMI_CONTEXT_SHARE_A, "NV_CTXSHARE_ALLOCATION_PARAMETERS", hVASpace=vaspace, flags=nv.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC)
+
+def second_space(devs: list[NVDevice], register=(0, 1)) -> UVM:
+  """A second UVM address space of the same process, with the GPUs `register` registered in it (and their VA spaces)."""
+  uvm = UVM(devs[0].rm)
+  for i in register: uvm.register_gpu(devs[i].uuid, devs[i].vaspace)
+  return uvm
+
+def test_a_gpu_maps_another_gpus_video_memory_only_as_its_peer():
+  devs, model = open_gpus()
+  try:
+    vram, host = devs[0].alloc_memory(0x1000), devs[0].alloc_memory(0x1000, host=True)
+    uvm = second_space(devs)
+    for buf in (vram, host): uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=buf.va, length=buf.size)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.map_on(devs[1].uuid, vram.va, vram.size, vram.handle)  # no peer access yet
+    uvm.map_on(devs[1].uuid, host.va, host.size, host.handle)  # system memory needs none
+    uvm.map_on(devs[0].uuid, vram.va, vram.size, vram.handle)  # its own GPU needs none
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.enable_peer_access(devs[0].uuid, devs[0].uuid)
+    uvm.enable_peer_access(devs[0].uuid, devs[1].uuid)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.enable_peer_access(devs[1].uuid, devs[0].uuid)  # once a pair
+    uvm.map_on(devs[1].uuid, vram.va, vram.size, vram.handle)
+    assert model.gpus[1].mapping(vram.va, 0x1000, "read").mem is model.gpus[0].mapping(vram.va, 0x1000, "read").mem
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.register_gpu(devs[1].uuid, devs[1].vaspace)  # once an address space
+  finally: model.stop()
+
+def test_peer_access_needs_both_gpus_registered_and_a_pcie_link():
+  devs, model = open_gpus()
+  try:
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): second_space(devs, register=(0,)).enable_peer_access(devs[0].uuid, devs[1].uuid)
+  finally: model.stop()
+  devs, model = open_gpus(link="nvlink")
+  try:  # NVLink peers are peers from registration on, and the PCIe call refuses them
+    uvm = second_space(devs)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.enable_peer_access(devs[0].uuid, devs[1].uuid)
+    vram = devs[1].alloc_memory(0x1000)
+    uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=vram.va, length=vram.size)
+    uvm.map_on(devs[0].uuid, vram.va, vram.size, vram.handle)
+  finally: model.stop()
+  devs, model = open_gpus(link="none")
+  try:
+    with pytest.raises(RMError, match="NV_ERR_NOT_SUPPORTED"): second_space(devs).enable_peer_access(devs[0].uuid, devs[1].uuid)
+  finally: model.stop()
+
+def test_a_gpu_maps_memory_only_in_an_address_space_it_has_registered():
+  devs, model = open_gpus()
+  try:
+    host = devs[0].alloc_memory(0x1000, host=True)
+    uvm = second_space(devs, register=(0,))
+    uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=host.va, length=host.size)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.map_on(devs[1].uuid, host.va, host.size, host.handle)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): uvm.map_on(devs[0].uuid, host.va + 0x10000000, host.size, host.handle)  # no range there
+  finally: model.stop()
