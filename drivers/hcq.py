@@ -241,7 +241,9 @@ class HCQCompiled(Compiled):
       start, end = self.new_timing_signal(), self.new_timing_signal()
       q.timestamp(start).copy(dest, src, nbytes).timestamp(end)
     else: q.copy(dest, src, nbytes)
-    q.signal(self.timeline_signal, self.next_timeline()).submit(self)
+    q.signal(self.timeline_signal, copied := self.next_timeline()).submit(self)
+    # the source's later work waits for the copy: its memory may be freed and reused as soon as this returns
+    src_dev.compute_queue().wait(self.timeline_signal, copied).signal(src_dev.timeline_signal, src_dev.next_timeline()).submit(src_dev)
     if PROFILE:
       self.synchronize()
       profile_events.append(ProfileEvent(self.device, f"copy {nbytes} B {src_dev.device} -> {self.device}", start.timestamp, end.timestamp))
@@ -319,7 +321,10 @@ class HCQGraph:
       writer[id(ei.bufs[0].base)] = (dev, count[dev])
       for b in ei.bufs[1:]: readers.setdefault(id(b.base), {})[dev] = count[dev]
     self.span = max(count.values()) + 1
-    for i, d in enumerate(self.devices): self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
+    for i, d in enumerate(self.devices):  # each device's timeline passes the graph only once all of it ran: later work may reuse what it read
+      for other in self.devices:
+        if other is not d and count[other]: self.queues[d].wait(self.signals[other], self.base + count[other])
+      self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0
   def __call__(self, inputs: list, user_vals: dict[str, int] | None = None) -> None:
     var_vals: dict[str, Any] = {f"var:{k}": v for k, v in (user_vals or {}).items()}

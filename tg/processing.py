@@ -49,11 +49,11 @@ class ConvGrad:
     return gx.uop, gw
 
 def _cpu_lanes(t: Tensor) -> int:
-  """Float lanes of a vector register when `t` is a float tensor on a CPU device (whose kernels split their outer
-  loop across cores), else 0."""
+  """Float lanes of a vector register when `t` is a float tensor on CPU devices (whose kernels split their outer
+  loop across cores; a sharded tensor's devices are all of one kind), else 0."""
   from drivers.device import Device
-  if not isinstance(t.device, str) or not dtypes.is_float(t.dtype): return 0
-  renderer = Device[t.device].renderer
+  if not dtypes.is_float(t.dtype): return 0
+  renderer = Device[t.device if isinstance(t.device, str) else t.device[0]].renderer
   return getattr(renderer, "vector_width", 0) if getattr(renderer, "splits_across_cores", False) else 0
 
 def _stored_with_innermost(t: Tensor, axis: int) -> Tensor:

@@ -174,3 +174,12 @@ def test_copies_between_devices_run_on_their_copy_engines(capsys, tmp_path):
   (tmp_path / "a").write_bytes(a.tobytes())
   with Context(DEBUG=2): Tensor.empty(16, device=f"disk:{tmp_path / 'a'}").to(D2[1]).realize()  # a file: through the host
   assert "(through the host)" in capsys.readouterr().out
+
+def test_memory_freed_under_a_pending_copy_is_not_reused_too_early():
+  """A temporary copied to another device is freed (back to its device's allocator cache) as soon as the copy is
+  queued; the next allocation of that size must not overwrite it before the other device has read it."""
+  rep = Tensor(np.zeros((4, 6), np.float32)).shard(D2).realize()
+  for i in range(40):
+    rep.assign(Tensor(np.full((4, 6), float(i), np.float32)).shard(D2)).realize()
+    Tensor(np.full((4, 6), -1.0, np.float32)).realize()  # same size, same device: takes the freed temporary's memory
+    for part in rep.uop.src: np.testing.assert_array_equal(Tensor(part).numpy(), np.full((4, 6), i, np.float32))
