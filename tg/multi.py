@@ -9,8 +9,11 @@ from ir.helpers import prod
 from ir.ops import Ops, ELEMENTWISE, MOVEMENT
 from ir.pattern import substitute
 from ir.uop import UOp
+from drivers.device import Device
+from drivers.host_memory import HostAllocator
 
-# allreduces of at least this many bytes (and over more than two devices) go around the ring, smaller ones directly
+# allreduces of at least this many bytes over more than two devices with memories of their own go around the ring,
+# others directly (devices sharing host memory gain nothing from the ring: scripts/bench_multi.py measured it slower)
 RING_MIN_BYTES = 1 << 16
 # ops that keep their operands' shape, applied part by part
 PARTWISE = ELEMENTWISE | {Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.GRAD_OVERRIDE}
@@ -61,13 +64,17 @@ def layout(u: UOp, devices: tuple[str, ...], axis: int | None) -> list[UOp]:
   else: whole = [on_device(u, d) for d in devices]
   return whole if axis is None else [_part(w, axis, len(devices), i) for i, w in enumerate(whole)]
 
+def use_ring(devices: tuple[str, ...], nbytes: int) -> bool:
+  """Whether an allreduce of `nbytes` per device goes around the ring rather than directly."""
+  return len(devices) > 2 and nbytes >= RING_MIN_BYTES and not all(isinstance(Device[d].allocator, HostAllocator) for d in devices)
+
 def allreduce(parts: list[UOp], op: Ops, devices: tuple[str, ...]) -> list[UOp]:
   """Every device gets the reduction (op) of all parts, the same bits on each. Two devices or few bytes: each device
   combines copies of every part, in device order. Else a ring: each part split in as many chunks as devices, each
   chunk reduced along the ring (reduce-scatter), then passed around it (all-gather)."""
   count = len(parts)
   shape, size = parts[0].shape, prod(parts[0].shape)
-  if count <= 2 or size < count or size * parts[0].dtype.itemsize < RING_MIN_BYTES:
+  if size < count or not use_ring(devices, size * parts[0].dtype.itemsize):
     return [functools.reduce(lambda a, b: a.alu(COMBINE[op], b), [on_device(p, d) for p in parts]) for d in devices]
   flat = [p.reshape((size,)) for p in parts]
   bounds = [(size * c // count, size * (c + 1) // count) for c in range(count)]

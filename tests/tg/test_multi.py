@@ -85,12 +85,14 @@ def copied_bytes(t: Tensor) -> int: return sum(it.bufs[0].nbytes for it in t.sch
 def test_ring_allreduce_moves_less_than_the_direct_one(monkeypatch):
   a = rng.standard_normal((4, 1 << 16)).astype(np.float32)
   t = Tensor(a).shard(D4, 0).realize()
+  assert multi.use_ring(D4, a[0].nbytes) == (KIND != "CPU") and not multi.use_ring(D4, 1 << 10) and not multi.use_ring(D2, 1 << 30)
+  monkeypatch.setattr(multi, "use_ring", lambda devices, nbytes: True)
   ring = copied_bytes(t.sum(0))
-  monkeypatch.setattr(multi, "RING_MIN_BYTES", 1 << 40)
+  monkeypatch.setattr(multi, "use_ring", lambda devices, nbytes: False)
   direct = copied_bytes(t.sum(0))
   assert ring == 2 * 3 * (1 << 16) * 4  # reduce-scatter and all-gather: each device sends 3 chunks of a quarter, twice
   assert direct == 4 * 3 * (1 << 16) * 4 and ring < direct
-  monkeypatch.setattr(multi, "RING_MIN_BYTES", 1 << 16)
+  monkeypatch.setattr(multi, "use_ring", lambda devices, nbytes: True)
   np.testing.assert_allclose(t.sum(0).numpy(), a.sum(0), rtol=1e-5, atol=1e-5)
   parts = [p.numpy() for p in (Tensor(u) for u in t.sum(0).realize().uop.src)]
   assert all(np.array_equal(parts[0], p) for p in parts)  # every device holds the same bits
