@@ -14,6 +14,9 @@ class Compiler:
     self.cachekey = cachekey
     self._memory: OrderedDict[str, bytes] = OrderedDict()
   def compile(self, src: str) -> bytes: raise NotImplementedError
+  def disassemble(self, src: str, lib: bytes) -> str | None:
+    """The machine code of `lib` (compiled from `src`) as text, where this compiler can show it; else None."""
+    return None
   def compile_cached(self, src: str) -> bytes:
     if (lib := self._memory.get(src)) is not None:
       self._memory.move_to_end(src)

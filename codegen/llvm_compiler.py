@@ -98,14 +98,21 @@ class LLVMCompiler(Compiler):
     self.machine = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default")
     super().__init__(f"llvm_{triple}_{self.cpu}_{self.features}")
 
+  def _optimized(self, src: str):
+    try:
+      mod = llvm.parse_assembly(src)
+      mod.verify()
+    except RuntimeError as e: raise CompileError(f"invalid LLVM IR: {e}\n{src}") from None
+    mod.triple, mod.data_layout = self.machine.triple, str(self.machine.target_data)
+    builder = llvm.create_pass_builder(self.machine, llvm.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(mod, builder)
+    return mod
+
   def compile(self, src: str) -> bytes:
     with _lock:
-      try:
-        mod = llvm.parse_assembly(src)
-        mod.verify()
-      except RuntimeError as e: raise CompileError(f"invalid LLVM IR: {e}\n{src}") from None
-      mod.triple, mod.data_layout = self.machine.triple, str(self.machine.target_data)
-      builder = llvm.create_pass_builder(self.machine, llvm.create_pipeline_tuning_options(speed_level=3))
-      builder.getModulePassManager().run(mod, builder)
+      mod = self._optimized(src)
       if DEBUG >= 7: print(self.machine.emit_assembly(mod))
       return self.machine.emit_object(mod)
+
+  def disassemble(self, src: str, lib: bytes) -> str:
+    with _lock: return self.machine.emit_assembly(self._optimized(src))

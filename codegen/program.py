@@ -1,6 +1,7 @@
 """Kernel AST -> ProgramSpec: optimize, lower, render."""
 from __future__ import annotations
 from ir.ops import Ops
+from ir import tracing
 from ir.switches import DEBUG
 from ir.uop import UOp, smax
 from codegen.heuristic import hand_coded_optimizations
@@ -22,10 +23,13 @@ def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> 
   if opts is None: hand_coded_optimizations(k, renderer.vector_width)
   else:
     for opt in opts: k.apply_opt(opt)
+  tracing.stage("optimize", k)
   uops, launch_global, launch_local = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+  tracing.stage("lower", uops)
   name = k.name
   if DEBUG >= 6: print_linear(uops)
   src = renderer.render(name, uops)
+  tracing.stage("render", src)
   flops, mem = estimate(uops)
   user_vars = [u for u in uops if u.op is Ops.DEFINE_VAR and u.arg[0] not in CORE_VARS]
   if renderer.launch_dims: global_size, local_size = launch_global, launch_local

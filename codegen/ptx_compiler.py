@@ -38,6 +38,13 @@ def find_ptxas() -> str | None:
     if path and os.path.isfile(path) and os.access(path, os.X_OK): return path
   return None
 
+def find_nvdisasm() -> str | None:
+  """nvdisasm (SASS from a cubin): $CUDA_PATH/bin, PATH, a CUDA toolkit, or NVIDIA's pip wheel nvidia-cuda-nvdisasm."""
+  cuda = [os.path.join(CUDA_PATH.value, "bin", "nvdisasm")] if CUDA_PATH.value else []
+  places = cuda + [shutil.which("nvdisasm") or "", "/usr/local/cuda/bin/nvdisasm", "/opt/cuda/bin/nvdisasm"] + \
+           _wheel_dirs("cu13", "bin", "nvdisasm") + _wheel_dirs("cuda_nvdisasm", "bin", "nvdisasm")
+  return next((p for p in places if p and os.path.isfile(p) and os.access(p, os.X_OK)), None)
+
 def _version_key(path: str) -> tuple[int, ...]:
   return tuple(int(x) for x in re.findall(r"\d+", path.rsplit(".so", 1)[-1]))
 
@@ -72,6 +79,15 @@ class PTXCompiler(Compiler):
     dirs = "\n".join(f"  {d}/libnvJitLink.so*" for d in _nvjitlink_dirs())
     raise CompileError(f"can't compile PTX for {self.arch}: neither ptxas nor nvJitLink was found.\nptxas: looked in\n{places}\n"
                        f"nvJitLink: looked in\n{dirs}\n  the system library path\n{_HOW_TO_GET}")
+
+  def disassemble(self, src: str, lib: bytes) -> str | None:
+    """The cubin's SASS, when nvdisasm is installed."""
+    if (tool := find_nvdisasm()) is None: return None
+    with tempfile.TemporaryDirectory(prefix="tg-nvdisasm-") as tmp:
+      with open(os.path.join(tmp, "kernel.cubin"), "wb") as f: f.write(lib)
+      try: run = subprocess.run([tool, "-c", "kernel.cubin"], cwd=tmp, capture_output=True, text=True)
+      except OSError as e: return f"can't run {tool}: {e}"
+    return run.stdout if run.returncode == 0 else f"{tool} failed: {run.stderr.strip()}"
 
   def _ptxas(self, src: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="tg-ptxas-") as tmp:

@@ -5,6 +5,7 @@ from typing import Any, Callable
 from ir.dtype import DType
 from ir.ops import Ops
 from ir.uop import UOp
+from ir import tracing
 
 _ANY = object()
 
@@ -77,17 +78,22 @@ class PatternMatcher:
       wants_ctx = "ctx" in inspect.signature(fn).parameters
       for op in pat.op if pat.op is not None else tuple(Ops): self.by_op.setdefault(op, []).append((pat, fn, wants_ctx))
   def __add__(self, other: PatternMatcher) -> PatternMatcher: return PatternMatcher(self.rules + other.rules)
-  def rewrite(self, u: UOp, ctx: Any = None) -> UOp | None:
+  def rewrite(self, u: UOp, ctx: Any = None, fired: list[Callable] | None = None) -> UOp | None:
+    """The first rule's replacement of `u`, or None; the winning rule's function is appended to `fired` when given."""
     for pat, fn, wants_ctx in self.by_op.get(u.op, ()):
       for store in pat.match(u, {}):
         ret = fn(ctx=ctx, **store) if wants_ctx else fn(**store)
-        if ret is not None and ret is not u: return ret
+        if ret is not None and ret is not u:
+          if fired is not None: fired.append(fn)
+          return ret
     return None
 
 class RewriteLimitError(RuntimeError): pass
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, limit: int = 1_000_000) -> UOp:
   """Rewrite every node of the graph bottom-up until no pattern applies anywhere (a fixed point)."""
+  watcher = tracing.tracer
+  fired: list[Callable] | None = [] if watcher is not None else None  # which rules applied, only while someone watches
   done: dict[UOp, UOp] = {}
   stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
   steps = 0
@@ -102,11 +108,12 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, limit: int = 1
       new = node if all(a is b for a, b in zip(new_src, node.src)) else UOp(node.op, node.dtype, new_src, node.arg)
       steps += 1
       if steps > limit: raise RewriteLimitError(f"graph_rewrite did not reach a fixed point after {limit} rewrites")
-      if (rewritten := pm.rewrite(new, ctx)) is None: done[node] = new
+      if (rewritten := pm.rewrite(new, ctx, fired)) is None: done[node] = new
       elif rewritten in done: done[node] = done[rewritten]
       else: stack.extend(((node, 2, rewritten), (rewritten, 0, None)))
     else:
       done[node] = done[pending]
+  if fired: watcher.rewrite(root, done[root], fired)
   return done[root]
 
 def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools, math
 from ir.dtype import dtypes
 from ir.ops import Ops, ALU, exec_alu
+from ir import tracing
 from ir.pattern import PatternMatcher, UPat, graph_rewrite
 from ir.uop import UOp
 
@@ -144,7 +145,10 @@ symbolic = PatternMatcher([
   (UPat(Ops.CMPEQ, src=(UPat.var("x"), UPat.var("x"))), lambda x: UOp.const(dtypes.bool, True) if _is_int(x) else None),
 ])
 
-@functools.lru_cache(maxsize=1 << 16)
 def simplify(u: UOp) -> UOp:
-  """`u` rewritten by the symbolic rules to a fixed point (results are cached: UOps are immutable)."""
-  return graph_rewrite(u, symbolic)
+  """`u` rewritten by the symbolic rules to a fixed point (results are cached: UOps are immutable; not while a tracer
+  watches, so that it sees every rewrite)."""
+  return _simplified(u) if tracing.tracer is None else graph_rewrite(u, symbolic)
+
+@functools.lru_cache(maxsize=1 << 16)
+def _simplified(u: UOp) -> UOp: return graph_rewrite(u, symbolic)

@@ -5,7 +5,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from ir.ops import Ops
-from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE
+from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE, VIZ
 from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
@@ -13,6 +13,7 @@ from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
 from drivers.device import Buffer, Device, GlobalCounters
 from tg.schedule import ScheduleItem
+from tg.viz import capture as viz
 
 def print_ast(ast: UOp) -> None:
   """The kernel AST as one line per node (DEBUG=5)."""
@@ -41,6 +42,12 @@ def beam_opts(dev, ast: UOp) -> list | None:
 class CompiledRunner:
   def __init__(self, device: str, ast: UOp):
     self.device, self.dev = device, Device[device]
+    with viz.compiling(device, ast) as trace: self._build(ast)
+    if trace is not None: viz.add_program(trace, self)
+    self.first_run = True
+
+  def _build(self, ast: UOp) -> None:
+    """Optimize, lower, render and compile the kernel, and load it on the device."""
     if DEBUG >= 5: print_ast(ast)
     st = time.perf_counter()
     opts = [] if NOOPT else beam_opts(self.dev, ast) if BEAM >= 1 else None
@@ -58,7 +65,6 @@ class CompiledRunner:
       self.dev.compiler.forget(self.spec.src)
       self.lib = self.dev.compiler.compile_cached(self.spec.src)
       self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
-    self.first_run = True
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], jit: bool = False) -> float:
     """Run once; timed (waiting for the device) only at DEBUG>=2 or with PROFILE."""
@@ -131,17 +137,20 @@ class ExecItem:
   runner: CompiledRunner | None
   bufs: list[Buffer]
   var_vals: dict[str, int | float]
-  def run(self, jit: bool = False) -> None:
+  def run(self, jit: bool = False) -> float:
+    """Seconds it took (0 when it wasn't timed)."""
     for b in self.bufs: b.ensure_allocated()
-    if self.runner is None: run_copy(self.bufs[0], self.bufs[1])
-    else: self.runner(self.bufs, self.var_vals, jit)
+    if self.runner is None: return run_copy(self.bufs[0], self.bufs[1])
+    return self.runner(self.bufs, self.var_vals, jit)
 
 # TinyJit captures push a list here; every call executed while one is open is appended to it
 capture_stack: list[list[ExecItem]] = []
 
 def run_schedule(schedule: list[ScheduleItem]) -> None:
+  if VIZ: viz.schedule_started()
   for item in schedule:
     runner, scalars = (None, {}) if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast)
     ei = ExecItem(runner, item.bufs, {**item.var_vals, **scalars})
-    ei.run()
+    seconds = ei.run()
+    if VIZ: viz.ran(ei, seconds)
     if capture_stack and CAPTURING: capture_stack[-1].append(ei)

@@ -116,3 +116,10 @@ def test_nvjitlink_compiles_when_ptxas_is_missing(monkeypatch):
   assert is_cubin(c.compile(KERNEL))
   with pytest.raises(CompileError) as e: c.compile(BAD)
   assert "nvJitLink" in str(e.value) and f"{BAD_LINE} |   mov.u32 %r1, %nosuchreg;" in str(e.value)
+
+@needs_ptxas
+@pytest.mark.skipif(ptx_compiler.find_nvdisasm() is None, reason="nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
+def test_disassemble_shows_the_cubins_sass():
+  c = PTXCompiler("sm_90")
+  sass = c.disassemble(KERNEL, c.compile(KERNEL))
+  assert ".text.k:" in sass and "EXIT" in sass and "S2R" in sass  # %tid.x is read by S2R
