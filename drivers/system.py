@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes.util, os, pathlib
 from dataclasses import dataclass
 import cffi
+from ir.switches import TRACE_IOCTL
+from drivers import trace_ioctl as trace
 
 ffi = cffi.FFI()
 ffi.cdef("""
@@ -77,21 +79,59 @@ class PCIDevice:
   pci_class: int
 
 class System:
-  """The operating system as drivers see it (the real one: libc and sysfs)."""
+  """The operating system as drivers see it (the real one: libc and sysfs). Drivers call open/close/ioctl/mmap/munmap,
+  which log each call with TRACE_IOCTL=1; a System for other hardware (the MOCK models) overrides the underscored
+  methods that do the work."""
+  def __init__(self): self.paths: dict[int, str] = {}  # open file descriptor -> the path it was opened from (for traces)
   def open(self, path: str, flags: int = os.O_RDWR) -> int:
-    try: return os.open(path, flags | os.O_CLOEXEC)
-    except OSError as e: raise OSError(e.errno, f"can't open {path}: {os.strerror(e.errno)}") from None
-  def close(self, fd: int) -> None: os.close(fd)
+    if not TRACE_IOCTL: return self._open(path, flags)
+    try: fd = self._open(path, flags)
+    except OSError as e:
+      trace.log(f"open {path} -> {trace.failure(e)}")
+      raise
+    self.paths[fd] = path
+    trace.log(f"open {path} -> fd {fd}")
+    return fd
+  def close(self, fd: int) -> None:
+    if TRACE_IOCTL: trace.log(f"close fd {fd} ({self.paths.pop(fd, '?')})")
+    self._close(fd)
   def ioctl(self, fd: int, name: str, request: int, arg) -> int:
     """ioctl(fd, request, arg); OSError naming the request and errno on failure."""
+    if not TRACE_IOCTL: return self._ioctl(fd, name, request, arg)
+    head = f"ioctl fd {fd} ({self.paths.get(fd, '?')}) {name} {request:#x}"
+    try: ret = self._ioctl(fd, name, request, arg)
+    except OSError as e:
+      trace.log(f"{head} {trace.decode(arg)} -> {trace.failure(e)}")
+      raise
+    trace.log(f"{head} {trace.decode(arg)} -> {ret}")
+    return ret
+  def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
+    if not TRACE_IOCTL: return self._mmap(addr, size, prot, flags, fd, offset)
+    head = (f"mmap fd {fd} ({self.paths.get(fd, 'anonymous' if fd == -1 else '?')}) addr {addr:#x} size {size:#x} "
+            f"prot {trace.flags(prot, trace.PROT_NAMES)} flags {trace.flags(flags, trace.MAP_NAMES)} offset {offset:#x}")
+    try: at = self._mmap(addr, size, prot, flags, fd, offset)
+    except OSError as e:
+      trace.log(f"{head} -> {trace.failure(e)}")
+      raise
+    trace.log(f"{head} -> {at:#x}")
+    return at
+  def munmap(self, addr: int, size: int) -> None:
+    if TRACE_IOCTL: trace.log(f"munmap {addr:#x} size {size:#x}")
+    self._munmap(addr, size)
+
+  def _open(self, path: str, flags: int) -> int:
+    try: return os.open(path, flags | os.O_CLOEXEC)
+    except OSError as e: raise OSError(e.errno, f"can't open {path}: {os.strerror(e.errno)}") from None
+  def _close(self, fd: int) -> None: os.close(fd)
+  def _ioctl(self, fd: int, name: str, request: int, arg) -> int:
     ret = libc.ioctl(fd, request, ffi.cast("void*", arg) if not isinstance(arg, ffi.CData) or ffi.typeof(arg).kind != "pointer" else arg)
     if ret < 0:
       err = ffi.errno
       raise OSError(err, f"ioctl {name} ({request:#x}) failed: {os.strerror(err)} (errno {err})")
     return ret
-  def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
+  def _mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
     return _check(int(ffi.cast("uintptr_t", libc.mmap(ffi.cast("void*", addr), size, prot, flags, fd, offset))), f"mmap of {size} bytes at offset {offset:#x}")
-  def munmap(self, addr: int, size: int) -> None: munmap(addr, size)
+  def _munmap(self, addr: int, size: int) -> None: munmap(addr, size)
   def read_text(self, path: str) -> str: return pathlib.Path(path).read_text()
   def toolchain(self, vendor_path: str, arch: str):
     """(renderer, compiler) for the GPUs behind `vendor_path`, or None for the vendor's real toolchain (a software

@@ -93,6 +93,7 @@ DEFAULT_FLOAT, DEFAULT_INT = ContextVar("DEFAULT_FLOAT", "float32", FLOAT_NAMES)
 IMAGE, FLOAT16 = ContextVar("IMAGE", 0), ContextVar("FLOAT16", 0)
 JIT, JIT_BATCH_SIZE, CAPTURING = ContextVar("JIT", 1), ContextVar("JIT_BATCH_SIZE", 32), ContextVar("CAPTURING", 1)
 VIZ, VIZ_PORT = ContextVar("VIZ", 0), ContextVar("VIZ_PORT", 8000)
+TRACE_IOCTL = ContextVar("TRACE_IOCTL", 0)  # 1: every open/ioctl/mmap through drivers/system.py's seam is logged to stderr, decoded
 PROFILE = ContextVar("PROFILE", abs(VIZ.value))
 ALLOW_TF32, WEBGPU_BACKEND, CUDA_PATH = ContextVar("ALLOW_TF32", 0), ContextVar("WEBGPU_BACKEND", ""), ContextVar("CUDA_PATH", "")
 CCACHE, SCACHE, TRAINING = ContextVar("CCACHE", 1), ContextVar("SCACHE", 1), ContextVar("TRAINING", 0)

@@ -35,6 +35,7 @@ BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "dr
 
 class MockSystem(System):
   def __init__(self):
+    super().__init__()
     self.models: dict[str, DeviceModel] = {}
     self.files: dict[int, tuple[DeviceModel, Any]] = {}
     self.mappings: dict[int, tuple[DeviceModel, Any]] = {}  # address -> the model (and file) that mapped it
@@ -56,18 +57,18 @@ class MockSystem(System):
     return self._model(vendor_path).toolchain(arch)
   def library(self, ffi, name: str):
     return self._model(f"lib{name}").library(ffi)
-  def open(self, path: str, flags: int = os.O_RDWR) -> int:
+  def _open(self, path: str, flags: int = os.O_RDWR) -> int:
     model = self._model(path)
     fd, self._next_fd = self._next_fd, self._next_fd + 1
     self.files[fd] = (model, model.open(path))
     return fd
-  def close(self, fd: int) -> None:
+  def _close(self, fd: int) -> None:
     model, handle = self.files.pop(fd)
     model.close(handle)
   def _file(self, fd: int) -> tuple[DeviceModel, Any]:
     if fd not in self.files: raise OSError(errno.EBADF, f"bad file descriptor {fd}")
     return self.files[fd]
-  def ioctl(self, fd: int, name: str, request: int, arg) -> int:
+  def _ioctl(self, fd: int, name: str, request: int, arg) -> int:
     model, handle = self._file(fd)
     ret = model.ioctl(handle, name, request, arg)
     if isinstance(ret, NewFile):
@@ -75,14 +76,14 @@ class MockSystem(System):
       self.files[new_fd] = (model, ret.handle)
       return new_fd
     return ret
-  def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
+  def _mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
     if fd == -1: return mmap_anonymous(size, prot)
     model, handle = self._file(fd)
     at = model.mmap(handle, addr, size, prot, flags, offset)
     self.mappings[at] = (model, handle)
     return at
-  def munmap(self, addr: int, size: int) -> None:
-    if (mapped := self.mappings.pop(addr, None)) is None: return super().munmap(addr, size)
+  def _munmap(self, addr: int, size: int) -> None:
+    if (mapped := self.mappings.pop(addr, None)) is None: return super()._munmap(addr, size)
     mapped[0].munmap(mapped[1], addr, size)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
