@@ -64,6 +64,12 @@ def fill(patch: UOp | PatchSlot, var_vals: dict[str, Any] | None) -> Any:
   """The value of a patched word for one submit."""
   return patch.resolve(var_vals) if isinstance(patch, PatchSlot) else sym_infer(patch, var_vals or {})
 
+def print_words(device: str, queue: str, words: list[Any]) -> None:
+  """DEBUG>=7: the command words a hardware queue submits, one line per submission in the form scripts/decode_pushbuf.py
+  reads ("HWQueue NV NVComputeQueue 3 words: 2004c017 ..."); software queues, whose words are Python objects, print nothing."""
+  if all(isinstance(w, (int, np.integer)) for w in words):
+    print(f"HWQueue {device} {queue} {len(words)} words:" + "".join(f" {int(w):08x}" for w in words))
+
 class HWQueue:
   """A list of commands: `wait`, `signal`, `timestamp`, `exec`, `copy`, `memory_barrier`; `submit` runs it."""
   def __init__(self):
@@ -87,7 +93,9 @@ class HWQueue:
     return self
   def submit(self, dev: HCQCompiled, var_vals: dict[str, Any] | None = None) -> HWQueue:
     dev.submissions += 1
-    self._submit(dev, self.resolved(var_vals))
+    words = self.resolved(var_vals)
+    if DEBUG >= 7: print_words(dev.device, type(self).__name__, words)
+    self._submit(dev, words)
     return self
   def _submit(self, dev: HCQCompiled, words: list[Any]) -> None: raise NotImplementedError
   copies = False  # whether the engine behind this queue runs copy()
