@@ -128,6 +128,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     return self
   @staticmethod
   def realize_all(*tensors: Tensor) -> None:
+    first: dict[UOp, Tensor] = {}
+    for t in tensors:  # distinct tensors computing one value (two Tensor.zeros(3)) each get memory of their own
+      if not _is_realized(t.uop) and first.setdefault(t.uop, t) is not t and t._own_buffer_possible(): t.uop = t._into_new_buffer()
     targets = dedup(t.uop for t in tensors if not _is_realized(t.uop))
     if not targets: return
     plan = distribute(targets)  # multi-device tensors as one graph per device
@@ -137,7 +140,11 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     for n, d in plan.items():  # logical nodes whose every part was stored (the targets, and what the scheduler kept) read those
       parts = tuple(_substituted(p, becomes, memo) for p in _parts(d))
       if all(_is_realized(p) for p in parts): becomes[n] = UOp(Ops.MULTI, d.dtype, parts, d.arg) if d.op is Ops.MULTI else parts[0]
-    _apply_becomes(becomes)
+    _apply_becomes(becomes, {t.uop: t for t in tensors})
+  def _own_buffer_possible(self) -> bool: return isinstance(self.device, str) and all_int(self.shape)
+  def _into_new_buffer(self) -> UOp:
+    """self's value written into a new buffer: the node of a tensor that shares no memory with any other."""
+    return Tensor.empty(self.shape, dtype=self.dtype, device=self.device).assign(Tensor(self.uop)).uop
   def schedule(self, *others: Tensor) -> list:
     """The kernels and copies realizing self and `others` would run (nothing is run)."""
     targets = dedup(t.uop for t in (self, *others) if not _is_realized(t.uop))
@@ -182,7 +189,11 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def contiguous(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def contiguous_backward(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self.uop,)))
-  def clone(self) -> Tensor: return self.contiguous() if _is_realized(self.uop) else self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def clone(self) -> Tensor:
+    """A copy in memory of its own (an assign to either never shows in the other; a multi-device or symbolic-size
+    tensor's copy may share a realized one's memory); gradients flow through it."""
+    if not self._own_buffer_possible(): return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+    return Tensor.empty(self.shape, dtype=self.dtype, device=self.device).assign(self)
   def to(self, device: str | tuple[str, ...] | None) -> Tensor:
     """A copy on `device`; a tuple of devices replicates (a multi-device tensor is gathered first)."""
     if isinstance(device, (tuple, list)):
@@ -293,11 +304,14 @@ def _substituted(u: UOp, becomes: dict[UOp, UOp], memo: dict[UOp, UOp]) -> UOp:
     else: memo[n] = n
   return memo[u]
 
-def _apply_becomes(becomes: dict[UOp, UOp]) -> None:
-  """Point every live tensor at the buffers its graph was just computed into."""
+def _apply_becomes(becomes: dict[UOp, UOp], realized: dict[UOp, Tensor]) -> None:
+  """Point every live tensor at the buffers its graph was just computed into. Another tensor whose whole value is one
+  that was realized stays as it is: it was made on its own (a second Tensor.zeros(3)), and sharing the buffer would
+  let an assign to one change the other."""
   memo: dict[UOp, UOp] = {}
   for t in list(Tensor._live):
     if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: continue
+    if (owner := realized.get(t.uop)) is not None and owner is not t: continue
     new = _substituted(t.uop, becomes, memo)
     if new is not t.uop:
       if t.requires_grad:

@@ -131,3 +131,26 @@ def test_numpy_scalars_combine_like_python_scalars():
   np.testing.assert_array_equal((t * np.float32(2)).numpy(), [2.0, 4.0])
   np.testing.assert_array_equal((np.int64(3) + Tensor([1, 2])).numpy(), [4, 5])
   assert (Tensor([1, 2]) + np.int64(3)).dtype == Tensor([1]).dtype  # a scalar doesn't promote the tensor's dtype
+
+def test_tensors_made_alike_stay_independent_through_realize_and_assign():
+  """Two Tensor.zeros(3) are one lazy value; realizing them (together, one after the other, or only one) must not make
+  them share memory, or an assign to one (a BatchNorm bias and its running mean) would change the other."""
+  for realize in (lambda a, b: Tensor.realize_all(a, b), lambda a, b: (a.realize(), b.realize()), lambda a, b: a.realize()):
+    a, b = Tensor.zeros(3), Tensor.zeros(3)
+    realize(a, b)
+    a.assign(Tensor([1.0, 2.0, 3.0])).realize()
+    np.testing.assert_array_equal(a.numpy(), [1, 2, 3])
+    np.testing.assert_array_equal(b.numpy(), [0, 0, 0])
+  a = Tensor.ones(2, 2)
+  c = a * 2
+  a.realize()
+  np.testing.assert_array_equal(c.numpy(), np.full((2, 2), 2))  # a graph using the value still reads the realized buffer
+
+def test_clone_is_a_copy_of_its_own_with_gradients():
+  a = Tensor([1.0, 2.0, 3.0]).realize()
+  b = a.clone().realize()
+  a.assign(Tensor([7.0, 8.0, 9.0])).realize()
+  np.testing.assert_array_equal(b.numpy(), [1, 2, 3])
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  (x.clone() * 3).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), [3, 3])

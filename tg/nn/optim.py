@@ -17,6 +17,9 @@ class Optimizer:
     if not self.params: raise ValueError("optimizer got no parameters to train")
     self.device = device or self.params[0].device
     self.lr = Tensor([lr], device=self.device, dtype=dtypes.float32).contiguous().realize()
+    # initial values still to compute (random init) would otherwise be recomputed inside the first step's kernels,
+    # which then differ from every later step's and are compiled twice
+    Tensor.realize_all(*params)
 
   def zero_grad(self) -> None:
     for p in self.params: p.grad = None
