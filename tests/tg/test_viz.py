@@ -99,8 +99,16 @@ def test_timeline_has_a_track_per_device_and_queue(recorded):
   procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
   spans = [e for e in events if e["ph"] == "X"]
   kernels = [r["name"] for r in doc["tg"]["runs"] if r["kind"] == "kernel"]
-  assert [e["name"] for e in spans][-len(kernels):] == kernels
-  assert all(procs[e["pid"]] == "CPU" and names[(e["pid"], e["tid"])] == "compute" and e["dur"] >= 0 for e in spans[-len(kernels):])
+  assert [e["name"] for e in spans] == kernels  # this recording's events only, one per kernel run
+  assert all(procs[e["pid"]] == "CPU" and names[(e["pid"], e["tid"])] == "compute" and e["dur"] >= 0 for e in spans)
+  runs = doc["tg"]["runs"]
+  for i, run in enumerate(runs):  # each run's own event, and the counters at its start
+    span = next(e for e in spans if e.get("args", {}).get("run") == i)
+    assert span["name"] == run["name"]
+    at = {e["name"]: e["args"] for e in events if e["ph"] == "C" and e["ts"] == span["ts"] and e["pid"] == span["pid"]}
+    assert at["memory in use (MB)"] == {"MB": round(run["mem_used"] / 1e6, 3)}
+    flops = doc["tg"]["programs"][run["program"]]["flops"]
+    assert at["GFLOPS"] == {"GFLOPS": round(flops / span["dur"] / 1e3, 3)}
 
 def test_copies_land_on_the_copy_queue():
   viz.capture.clear()
@@ -125,8 +133,9 @@ def test_saved_file_is_a_chrome_trace(recorded, tmp_path):
   path = trace_file.save(doc, str(tmp_path / "t.json"))
   with open(path) as f: raw = json.load(f)
   for e in raw["traceEvents"]:  # the fields the Trace Event Format requires of each phase used
-    assert e["ph"] in ("X", "M") and isinstance(e["pid"], int) and isinstance(e["tid"], int) and isinstance(e["name"], str)
+    assert e["ph"] in ("X", "M", "C") and isinstance(e["pid"], int) and isinstance(e["tid"], int) and isinstance(e["name"], str)
     if e["ph"] == "X": assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0
+    if e["ph"] == "C": assert isinstance(e["ts"], (int, float)) and all(isinstance(v, (int, float)) for v in e["args"].values())
   assert trace_file.load(path) == raw
   assert sorted(os.listdir(tmp_path)) == ["t.json"]
 

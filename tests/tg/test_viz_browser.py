@@ -43,6 +43,7 @@ def test_page_renders_kernels_a_step_and_the_timeline(recorded, tmp_path):  # no
   lowered = next(s for s in doc["tg"]["steps"][doc["tg"]["runs"][last]["program"]] if s["name"] == "lower")
   assert seen["graphnodes"] == str(len(lowered["graph"]["nodes"]))
   assert seen["timeline"] == str(sum(e["ph"] == "X" for e in doc["traceEvents"]))
+  assert seen["counters"] == "2" and seen["highlighted"] == str(last)  # memory and GFLOPS tracks; the kernel's event marked
   shot = tmp_path / "viz.png"
   browse(doc, f"kernel={last}&step=lower", tmp_path / "profile", f"--screenshot={shot}")
   assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -54,12 +55,12 @@ def test_ten_thousand_kernels_stay_responsive(recorded, tmp_path):  # noqa: F811
   runs, spans = doc["tg"]["runs"], [e for e in doc["traceEvents"] if e["ph"] == "X"]
   big["tg"]["runs"] = [dict(runs[i % len(runs)], schedule=i // 100) for i in range(10000)]
   meta = [e for e in doc["traceEvents"] if e["ph"] == "M"]
-  big["traceEvents"] = meta + [dict(spans[i % len(spans)], ts=10.0 * i, dur=8.0) for i in range(10000)]
+  big["traceEvents"] = meta + [dict(spans[i % len(spans)], ts=10.0 * i, dur=8.0, args={"run": i}) for i in range(10000)]
   _, small_s = browse(doc, "kernel=0&step=schedule", tmp_path / "profile", "--dump-dom")
   dom, big_s = browse(big, "kernel=9999&step=schedule", tmp_path / "profile", "--dump-dom")
   seen = marks(dom)
   assert "error" not in seen, seen
-  assert seen["kernels"] == "10000" and seen["timeline"] == "10000" and seen["selected"] == "9999"
+  assert seen["kernels"] == "10000" and seen["timeline"] == "10000" and seen["selected"] == seen["highlighted"] == "9999"
   assert int(seen["rows"]) < 100  # only the rows in view exist
   print(f"VIZ page in headless chromium, start-up included: {small_s:.2f} s for {len(runs)} kernels, {big_s:.2f} s for 10000 kernels and 10000 timeline events")
   assert big_s < small_s + 5

@@ -9,7 +9,7 @@ from tg.viz import capture as _capture, trace_file
 def document() -> dict:
   """Everything recorded so far, in the saved file's form."""
   from drivers.hcq import profile_events  # the timeline PROFILE recorded on queue-driven devices
-  return trace_file.document(_capture.capture, profile_events)
+  return trace_file.document(_capture.capture, profile_events[_capture.capture.first_event:])
 
 def save(path: str | None = None) -> str:
   """Save the recording (default: tg_viz.json in the temp folder); returns the path."""

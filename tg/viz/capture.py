@@ -9,6 +9,8 @@ from ir import tracing
 from ir.ops import Ops, ALU
 from ir.switches import VIZ
 from ir.uop import UOp
+from drivers.device import GlobalCounters
+from drivers.hcq import profile_events
 
 MAX_GRAPH_NODES = 2000  # the page lays graphs out itself: a bigger one is shown as its listing only
 MAX_REWRITES_KEPT = 40  # per stage, the rewrites whose before/after graphs are kept (every one is counted)
@@ -97,6 +99,7 @@ class Capture:
     self.buffers: list[dict] = []
     self.buffer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Buffer (base) -> index in buffers
     self.schedules = 0
+    self.first_event = self.events_seen = len(profile_events)  # the timeline starts here: earlier PROFILE events aren't this recording's
   def buffer_id(self, buf) -> int:
     base = buf.base
     if (i := self.buffer_ids.get(base)) is None:
@@ -126,7 +129,11 @@ def schedule_started() -> None: capture.schedules += 1
 
 def ran(ei, seconds: float) -> None:
   """One kernel or copy of the current schedule ran (in `seconds`: 0 when it wasn't timed)."""
-  row = {"schedule": capture.schedules - 1, "time_s": seconds, "bufs": [capture.buffer_id(b) for b in ei.bufs]}
+  row = {"schedule": capture.schedules - 1, "time_s": seconds, "bufs": [capture.buffer_id(b) for b in ei.bufs], "mem_used": GlobalCounters.mem_used,
+         "event": None}
+  if len(profile_events) > capture.events_seen:  # PROFILE times a run to completion, so its event is the newest
+    capture.events_seen = len(profile_events)
+    row["event"] = capture.events_seen - 1 - capture.first_event
   if ei.runner is None:
     dest, src = ei.bufs
     row.update(kind="copy", name=f"copy {dest.nbytes} B {src.device} -> {dest.device}", device=dest.device, program=None, outs=1)

@@ -13,13 +13,15 @@ def queue_of(event_name: str) -> str:
   """The engine an HCQ profile event ran on: copies on the copy queue, kernels on the compute queue."""
   return "copy" if event_name.startswith("copy ") else "compute"
 
-def timeline_events(events) -> list[dict]:
+def timeline_events(events, runs: list[dict] = (), programs: list[dict] = ()) -> list[dict]:
   """Chrome trace events for drivers.hcq's ProfileEvents: a process per device and a thread per queue, named by
-  metadata events, and one complete ("X") event per kernel or copy (times in microseconds)."""
+  metadata events, and one complete ("X") event per kernel or copy (times in microseconds; args.run: the recorded run
+  it was); counters ("C") of the memory in use and each kernel's GFLOPS at the runs' starts."""
   pids: dict[str, int] = {}
   tids: dict[tuple[str, str], int] = {}
+  run_of = {r["event"]: i for i, r in enumerate(runs) if r.get("event") is not None}
   out: list[dict] = []
-  for e in events:
+  for n, e in enumerate(events):
     if e.device not in pids:
       pids[e.device] = len(pids) + 1
       out.append({"name": "process_name", "ph": "M", "pid": pids[e.device], "tid": 0, "args": {"name": e.device}})
@@ -27,15 +29,25 @@ def timeline_events(events) -> list[dict]:
     if key not in tids:
       tids[key] = len(tids) + 1
       out.append({"name": "thread_name", "ph": "M", "pid": pids[e.device], "tid": tids[key], "args": {"name": key[1]}})
-    out.append({"name": e.name, "ph": "X", "ts": e.start_us, "dur": max(e.end_us - e.start_us, 0.0), "pid": pids[e.device], "tid": tids[key],
-                "cat": key[1]})
+    span = {"name": e.name, "ph": "X", "ts": e.start_us, "dur": max(e.end_us - e.start_us, 0.0), "pid": pids[e.device], "tid": tids[key], "cat": key[1]}
+    if (i := run_of.get(n)) is not None:
+      span["args"] = {"run": i}
+      out.extend(_counters(runs[i], programs, span))
+    out.append(span)
+  return out
+
+def _counters(run: dict, programs: list[dict], span: dict) -> list[dict]:
+  at = {"ph": "C", "ts": span["ts"], "pid": span["pid"], "tid": 0}
+  out = [{"name": "memory in use (MB)", **at, "args": {"MB": round(run["mem_used"] / 1e6, 3)}}]
+  if run["program"] is not None and span["dur"] > 0:
+    out.append({"name": "GFLOPS", **at, "args": {"GFLOPS": round(programs[run["program"]]["flops"] / span["dur"] / 1e3, 3)}})
   return out
 
 def document(capture: Capture, events) -> dict:
   """The whole recording as one JSON-able object."""
-  done = [p for p in capture.programs if hasattr(p, "summary")]
-  return {"traceEvents": timeline_events(events), "displayTimeUnit": "ns",
-          "tg": {"version": FORMAT_VERSION, "programs": [p.summary for p in done], "steps": [p.steps for p in done],
+  programs = [p.summary for p in capture.programs]
+  return {"traceEvents": timeline_events(events, capture.runs, programs), "displayTimeUnit": "ns",
+          "tg": {"version": FORMAT_VERSION, "programs": programs, "steps": [p.steps for p in capture.programs],
                  "runs": capture.runs, "buffers": capture.buffers, "schedules": capture.schedules}}
 
 def default_path() -> str: return os.path.join(tempfile.gettempdir(), DEFAULT_NAME)

@@ -122,6 +122,7 @@ async function select(index, stepName) {
   for (const n of names) { const b = document.createElement("button"); b.textContent = n; b.onclick = () => { showStep(n); writeHash(); }; nav.appendChild(b); }
   showStep(names.includes(stepName) ? stepName : names.includes(state.step) ? state.step : names[names.length > 1 ? 1 : 0]);
   writeHash(); mark("selected", index);
+  if (state.timeline) mark("highlighted", state.timeline.highlight(index) ? index : "none");
 }
 
 function writeHash() { history.replaceState(null, "", `#kernel=${state.selected}&step=${state.step}`); }
@@ -138,10 +139,10 @@ async function main() {
   mark("kernels", data.runs.length); mark("rows", $("kernel-list").querySelectorAll(".krow").length);
   const hover = $("timeline-hover");
   state.timeline = new Timeline($("timeline-canvas"), events, ev => {
-    const i = data.runs.findIndex(r => r.name === ev.name);
+    const i = ev.args && ev.args.run !== undefined ? ev.args.run : data.runs.findIndex(r => r.name === ev.name);
     if (i >= 0) select(i);
   }, text => { hover.textContent = text; });
-  mark("timeline", state.timeline.count);
+  mark("timeline", state.timeline.count); mark("counters", state.timeline.counterCount);
   const want = readHash();
   if (data.runs.length) await select(Math.min(Number(want.kernel ?? 0) || 0, data.runs.length - 1), want.step);
 }
