@@ -1,8 +1,9 @@
 """The VIZ page in a real headless browser (Debian's chromium; .ci/run installs it): the kernel list, a codegen step's
 graph and the timeline render, 10k kernels stay a virtualized list that loads quickly, and a screenshot is kept."""
-import copy, re, shutil, subprocess, threading, time
+import copy, json, re, shutil, subprocess, threading, time
 import pytest
 from tests.tg.test_viz import recorded  # noqa: F401 (the fixture: a small computation recorded under VIZ)
+from tg.viz import trace_file
 from tg.viz.server import make_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -64,3 +65,10 @@ def test_ten_thousand_kernels_stay_responsive(recorded, tmp_path):  # noqa: F811
   assert int(seen["rows"]) < 100  # only the rows in view exist
   print(f"VIZ page in headless chromium, start-up included: {small_s:.2f} s for {len(runs)} kernels, {big_s:.2f} s for 10000 kernels and 10000 timeline events")
   assert big_s < small_s + 5
+
+def test_a_plain_profile_trace_shows_its_timeline(tmp_path):
+  plain = tmp_path / "tg_profile.json"  # the form PROFILE=1 writes by itself: string pids, no tg data
+  plain.write_text(json.dumps({"traceEvents": [{"name": f"k{i}", "ph": "X", "ts": 5.0 * i, "dur": 4.0, "pid": "NV", "tid": 0} for i in range(7)]}))
+  dom, _ = browse(trace_file.load(str(plain)), "", tmp_path / "profile", "--dump-dom")
+  seen = marks(dom)
+  assert "error" not in seen and seen["kernels"] == "0" and seen["timeline"] == "7"
