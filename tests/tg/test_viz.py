@@ -199,13 +199,29 @@ def test_module_serves_a_saved_file_until_interrupted(recorded, tmp_path):
   path = trace_file.save(doc, str(tmp_path / "saved.json"))
   proc = subprocess.Popen([sys.executable, "-m", "tg.viz", path, "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   try:
-    line = proc.stdout.readline()
-    assert line.startswith("VIZ: open http://127.0.0.1:"), line
-    port = int(line.split("127.0.0.1:")[1].split()[0])
+    port = _serving(proc)
     assert json.loads(_get(port, "/api/kernels")[2])["runs"] == doc["tg"]["runs"]
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0 and "VIZ: stopped" in out
+  finally: proc.kill() if proc.poll() is None else None
+
+def _serving(proc: subprocess.Popen) -> int:
+  """The port a VIZ server says it serves on (its first line of output)."""
+  line = proc.stdout.readline()
+  assert "VIZ: open http://127.0.0.1:" in line, line
+  return int(line.split("127.0.0.1:")[1].split()[0])
+
+def test_viz_one_serves_at_exit_until_interrupted(tmp_path):
+  code = "from tg import Tensor; (Tensor([1.0, 2.0]) * 2).realize()"
+  proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "VIZ": "1", "VIZ_PORT": "0", "TMPDIR": str(tmp_path)},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    port = _serving(proc)
+    assert [r["kind"] for r in json.loads(_get(port, "/api/kernels")[2])["runs"]] == ["kernel"]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "VIZ: stopped" in out and f"VIZ: saved {tmp_path / 'tg_viz.json'}" in err
   finally: proc.kill() if proc.poll() is None else None
 
 def test_module_refuses_a_bad_file(tmp_path):
