@@ -7,7 +7,6 @@ import llvmlite.binding as llvm
 from ir.switches import DEBUG
 from codegen.compiler import Compiler, CompileError
 
-_lock = threading.Lock()  # LLVM contexts are not safe to share between threads
 _initialized = False
 
 def _init() -> None:
@@ -95,24 +94,32 @@ class LLVMCompiler(Compiler):
       features = tuple(f"{'+' if on else '-'}{f}" for f, on in have.items() if not (cpu and on)) + tuple(features)
       cpu = cpu or llvm.get_host_cpu_name()
     self.isa, self.cpu, self.features = isa, cpu or "generic", ",".join(features)
-    self.machine = target.create_target_machine(cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default")
+    self.target, self._per_thread = target, threading.local()
+    self.machine  # a bad CPU or feature list fails here, not in a worker thread
     super().__init__(f"llvm_{triple}_{self.cpu}_{self.features}")
 
+  thread_safe = True  # each thread compiles in an LLVM context and target machine of its own (LLVM shares neither safely)
+  @property
+  def machine(self):
+    if not hasattr(here := self._per_thread, "machine"):
+      here.machine = self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default")
+      here.context = llvm.create_context()
+    return here.machine
+
   def _optimized(self, src: str):
+    machine = self.machine
     try:
-      mod = llvm.parse_assembly(src)
+      mod = llvm.parse_assembly(src, context=self._per_thread.context)
       mod.verify()
     except RuntimeError as e: raise CompileError(f"invalid LLVM IR: {e}\n{src}") from None
-    mod.triple, mod.data_layout = self.machine.triple, str(self.machine.target_data)
-    builder = llvm.create_pass_builder(self.machine, llvm.create_pipeline_tuning_options(speed_level=3))
+    mod.triple, mod.data_layout = machine.triple, str(machine.target_data)
+    builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
     builder.getModulePassManager().run(mod, builder)
     return mod
 
   def compile(self, src: str) -> bytes:
-    with _lock:
-      mod = self._optimized(src)
-      if DEBUG >= 7: print(self.machine.emit_assembly(mod))
-      return self.machine.emit_object(mod)
+    mod = self._optimized(src)
+    if DEBUG >= 7: print(self.machine.emit_assembly(mod))
+    return self.machine.emit_object(mod)
 
-  def disassemble(self, src: str, lib: bytes) -> str:
-    with _lock: return self.machine.emit_assembly(self._optimized(src))
+  def disassemble(self, src: str, lib: bytes) -> str: return self.machine.emit_assembly(self._optimized(src))

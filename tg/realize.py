@@ -47,24 +47,42 @@ class CompiledRunner:
     self.first_run = True
 
   def _build(self, ast: UOp) -> None:
-    """Optimize, lower, render and compile the kernel, and load it on the device."""
+    """Optimize, lower and render the kernel, and start compiling it (on a worker thread where the compiler allows);
+    it is loaded on the device when first needed."""
     if DEBUG >= 5: print_ast(ast)
     st = time.perf_counter()
     opts = [] if NOOPT else beam_opts(self.dev, ast) if BEAM >= 1 else None
     self.spec: ProgramSpec = get_program(ast, self.dev.renderer, opts)
-    lowered = time.perf_counter()
+    self.search_s = time.perf_counter() - st  # optimize, lower and render (BEAM search included)
     if DEBUG >= 3: print(f"{self.spec.name:<46s} opts: {tuple(self.spec.applied_opts)}")
     if DEBUG >= 4: print(self.spec.src)
+    self._lib: bytes | None = None
+    self._prg = None
     # the assembly is printed while compiling: at DEBUG>=7 compile even when a cached binary exists, so it is always shown
-    self.lib = self.dev.compiler.compile(self.spec.src) if DEBUG >= 7 else self.dev.compiler.compile_cached(self.spec.src)
-    self.build_s = time.perf_counter() - st  # optimize, lower, render and compile (BEAM search included)
-    self.search_s = lowered - st
-    try: self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
+    if DEBUG >= 7: self._lib = self.dev.compiler.compile(self.spec.src)
+    else: self.dev.compiler.compile_ahead(self.spec.src)
+
+  @property
+  def lib(self) -> bytes:
+    if self._lib is None: self._load()
+    return self._lib
+  @property
+  def prg(self):
+    if self._prg is None: self._load()
+    return self._prg
+  @property
+  def build_s(self) -> float: return self.search_s + self.wait_s  # lowering, and then waiting for the binary
+
+  def _load(self) -> None:
+    st = time.perf_counter()
+    if self._lib is None: self._lib = self.dev.compiler.compile_cached(self.spec.src)
+    self.wait_s = time.perf_counter() - st  # for the compile, where it didn't finish while other kernels were lowered
+    try: self._prg = self.dev.runtime(self.spec.name, self._lib, self.spec)
     except Exception as e:  # a cached binary that doesn't load: compile again
       if DEBUG >= 1: print(f"cached program {self.spec.name} didn't load ({e}); recompiling")
       self.dev.compiler.forget(self.spec.src)
-      self.lib = self.dev.compiler.compile_cached(self.spec.src)
-      self.prg = self.dev.runtime(self.spec.name, self.lib, self.spec)
+      self._lib = self.dev.compiler.compile_cached(self.spec.src)
+      self._prg = self.dev.runtime(self.spec.name, self._lib, self.spec)
 
   def __call__(self, bufs: list[Buffer], var_vals: dict[str, int], jit: bool = False) -> float:
     """Run once; timed (waiting for the device) only at DEBUG>=2 or with PROFILE."""
@@ -148,8 +166,9 @@ capture_stack: list[list[ExecItem]] = []
 
 def run_schedule(schedule: list[ScheduleItem]) -> None:
   if VIZ: viz.schedule_started()
-  for item in schedule:
-    runner, scalars = (None, {}) if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast)
+  # every kernel is lowered before any runs, so each one compiles on a worker thread while the next ones are lowered
+  runners = [(None, {}) if item.ast.op is Ops.COPY else get_runner(item.bufs[0].device, item.ast) for item in schedule]
+  for item, (runner, scalars) in zip(schedule, runners):
     ei = ExecItem(runner, item.bufs, {**item.var_vals, **scalars})
     seconds = ei.run()
     if VIZ: viz.ran(ei, seconds)
