@@ -7,6 +7,7 @@ import llvmlite.binding as llvm
 from ir.switches import DEBUG
 from codegen.compiler import Compiler, CompileError
 
+_lock = threading.Lock()  # LLVM's global context is not safe to share between threads
 _initialized = False
 
 def _init() -> None:
@@ -85,7 +86,7 @@ class LLVMCompiler(Compiler):
     _init()
     isa = isa or host_isa()
     triple = f"{isa}-unknown-linux-gnu" if isa != host_isa() else llvm.get_process_triple()
-    try: target = llvm.Target.from_triple(triple)
+    try: llvm.Target.from_triple(triple)
     except RuntimeError as e: raise CompileError(f"LLVM has no target for {triple!r}: {e}") from None
     here = isa == host_isa()
     if cpu or features: check_target(triple, cpu or (llvm.get_host_cpu_name() if here else "generic"), tuple(features), runs_here and here)
@@ -94,32 +95,35 @@ class LLVMCompiler(Compiler):
       features = tuple(f"{'+' if on else '-'}{f}" for f, on in have.items() if not (cpu and on)) + tuple(features)
       cpu = cpu or llvm.get_host_cpu_name()
     self.isa, self.cpu, self.features = isa, cpu or "generic", ",".join(features)
-    self.target, self._per_thread = target, threading.local()
-    self.machine  # a bad CPU or feature list fails here, not in a worker thread
+    self.machine = _machine(triple, self.cpu, self.features)
+    self.worker_task = ("codegen.llvm_compiler:compile_for", [triple, self.cpu, self.features])
     super().__init__(f"llvm_{triple}_{self.cpu}_{self.features}")
 
-  thread_safe = True  # each thread compiles in an LLVM context and target machine of its own (LLVM shares neither safely)
-  @property
-  def machine(self):
-    if not hasattr(here := self._per_thread, "machine"):
-      here.machine = self.target.create_target_machine(cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default")
-      here.context = llvm.create_context()
-    return here.machine
-
-  def _optimized(self, src: str):
-    machine = self.machine
-    try:
-      mod = llvm.parse_assembly(src, context=self._per_thread.context)
-      mod.verify()
-    except RuntimeError as e: raise CompileError(f"invalid LLVM IR: {e}\n{src}") from None
-    mod.triple, mod.data_layout = machine.triple, str(machine.target_data)
-    builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
-    builder.getModulePassManager().run(mod, builder)
-    return mod
-
   def compile(self, src: str) -> bytes:
-    mod = self._optimized(src)
-    if DEBUG >= 7: print(self.machine.emit_assembly(mod))
-    return self.machine.emit_object(mod)
+    with _lock:
+      mod = _optimized(self.machine, src)
+      if DEBUG >= 7: print(self.machine.emit_assembly(mod))
+      return self.machine.emit_object(mod)
 
-  def disassemble(self, src: str, lib: bytes) -> str: return self.machine.emit_assembly(self._optimized(src))
+  def disassemble(self, src: str, lib: bytes) -> str:
+    with _lock: return self.machine.emit_assembly(_optimized(self.machine, src))
+
+@functools.cache
+def _machine(triple: str, cpu: str, features: str):
+  _init()
+  return llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+
+def _optimized(machine, src: str):
+  try:
+    mod = llvm.parse_assembly(src)
+    mod.verify()
+  except RuntimeError as e: raise CompileError(f"invalid LLVM IR: {e}\n{src}") from None
+  mod.triple, mod.data_layout = machine.triple, str(machine.target_data)
+  builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
+  builder.getModulePassManager().run(mod, builder)
+  return mod
+
+def compile_for(triple: str, cpu: str, features: str, src: str) -> bytes:
+  """The object file of LLVM IR `src` for a target (what a compile worker process runs, codegen/compile_workers.py)."""
+  machine = _machine(triple, cpu, features)
+  with _lock: return machine.emit_object(_optimized(machine, src))

@@ -1,7 +1,7 @@
 """Where the first training step's time goes: beautiful_mnist's model (BS=512), the first jitted Adam step on random
 data, cold (an empty compile cache) and warm (the same cache again), each in a fresh process. Prints the time per
 phase (model set-up; scheduling; lowering = optimization actions + lowering + rendering; waiting for compiles, which
-run on worker threads while later kernels are lowered; the rest: running and Python), the kernel count, and PyTorch's
+run in worker processes while later kernels are lowered; the rest: running and Python), the kernel count, and PyTorch's
 first step (when installed) in the same run.
 Switches: BS (batch, default 512), ROUNDS (cold+warm pairs, default 1)."""
 from __future__ import annotations
@@ -40,7 +40,7 @@ def tg_first_step(bs: int) -> dict:
   step().item()
   first = time.perf_counter() - st
   spent["lower"] = sum(k.search_s for k in kernels)  # set-up and first step
-  spent["compile"] = sum(k.wait_s for k in kernels)  # waiting for binaries: compiles overlap the lowering of later kernels
+  spent["compile"] = sum(k.wait_s for k in kernels)  # waiting for binaries (and compiling those no worker started): compiles overlap lowering
   measured = {"setup": setup, "first": first, "kernels": len(kernels), "setup_kernels": setup_kernels, **spent}
   st = time.perf_counter()
   step().item()
