@@ -9,6 +9,7 @@ from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE, VIZ
 from ir.helpers import colored
 from ir.uop import UOp
 from codegen.program import get_program
+from codegen.program_cache import cached_program
 from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
 from drivers.device import Buffer, Device, GlobalCounters
@@ -52,7 +53,8 @@ class CompiledRunner:
     if DEBUG >= 5: print_ast(ast)
     st = time.perf_counter()
     opts = [] if NOOPT else beam_opts(self.dev, ast) if BEAM >= 1 else None
-    self.spec: ProgramSpec = get_program(ast, self.dev.renderer, opts)
+    lowered = get_program if VIZ or DEBUG >= 6 else cached_program  # VIZ records, and DEBUG=6 prints, the lowering itself
+    self.spec: ProgramSpec = lowered(ast, self.dev.renderer, opts)
     self.search_s = time.perf_counter() - st  # optimize, lower and render (BEAM search included)
     if DEBUG >= 3: print(f"{self.spec.name:<46s} opts: {tuple(self.spec.applied_opts)}")
     if DEBUG >= 4: print(self.spec.src)
