@@ -1,6 +1,6 @@
 """UOp: the immutable, hash-consed node every layer of tg speaks (tensor graphs, kernel ASTs, linear programs)."""
 from __future__ import annotations
-import math, weakref
+import functools, math, weakref
 from typing import Any
 from ir.dtype import DType, dtypes, as_const, truncate
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, COMPARISON, exec_alu
@@ -242,10 +242,13 @@ def _bounds(u: UOp) -> tuple:
     return (int(s[0][0]), int(s[0][1]))
   return (lo, hi)
 
+@functools.lru_cache(maxsize=4096)
+def _evaluation_order(u: UOp) -> list[UOp]: return u.toposort()  # the same expressions (patched queue words) come back every replay
+
 def sym_infer(u: UOp, var_vals: dict[str, int]) -> int:
   """Evaluate an integer expression with concrete values for its Variables."""
   vals: dict[UOp, Any] = {}
-  for n in u.toposort():
+  for n in _evaluation_order(u):
     if n.op is Ops.CONST: vals[n] = n.arg
     elif n.op is Ops.DEFINE_VAR: vals[n] = var_vals[n.arg[0]]
     elif n.op is Ops.BIND: vals[n] = vals[n.src[1]]
