@@ -11,6 +11,9 @@ def _cache_key(op: Ops, dtype: DType, src: tuple, arg: Any) -> tuple:
   # 0.0 == -0.0 in Python, but they are different constants
   return (op, dtype, src, arg, math.copysign(1.0, arg)) if type(arg) is float else (op, dtype, src, arg)
 
+SMALL_INT = 1 << 12  # integer constants of less magnitude are kept once made (at most 8192 per dtype): index arithmetic makes them by the hundred thousand
+_small_ints: dict[tuple[DType, int], UOp] = {}
+
 class UOp:
   """A node (op, dtype, src, arg). Two structurally equal nodes are the same object, so `is` and `==` mean equality."""
   __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "_device", "__weakref__")
@@ -47,7 +50,10 @@ class UOp:
   @staticmethod
   def const(dtype: DType, value, device: str | None = None) -> UOp:
     if isinstance(value, UOp): return value
-    return UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),) if device is not None else (), as_const(value, dtype))
+    if device is None and type(value) is int and (hit := _small_ints.get((dtype, value))) is not None: return hit
+    out = UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),) if device is not None else (), as_const(value, dtype))
+    if device is None and type(value) is int and -SMALL_INT <= value < SMALL_INT and out.arg == value: _small_ints[(dtype, value)] = out
+    return out
   def const_like(self, value) -> UOp:
     return UOp.const(self.dtype, value, self.src[0].arg if self.op is Ops.CONST and self.src else None)
   @staticmethod
