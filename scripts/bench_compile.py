@@ -6,6 +6,7 @@ first step (when installed) in the same run.
 Switches: BS (batch, default 512), ROUNDS (cold+warm pairs, default 1)."""
 from __future__ import annotations
 import json, os, subprocess, sys, tempfile, time
+from script_help import exit_on_help
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 def tg_first_step(bs: int) -> dict:
@@ -62,6 +63,7 @@ def run(what: str, cache: str) -> dict:
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   bs = int(os.environ.get("BS", 512))
   if len(sys.argv) == 3 and sys.argv[1] == "--worker":
     print(json.dumps(tg_first_step(bs) if sys.argv[2] == "tg" else {"first": torch_first_step(bs)}))

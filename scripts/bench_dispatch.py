@@ -6,12 +6,14 @@ from __future__ import annotations
 import os, statistics, time
 import numpy as np
 from tg import Device, Tensor, TinyJit
+from script_help import exit_on_help
 
 def chain(x: Tensor, n: int) -> Tensor:
   for i in range(n): x = (x * 1.0001 + i).contiguous()  # contiguous: one kernel per step
   return x
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   n, replays = int(os.environ.get("KERNELS", 100)), int(os.environ.get("REPLAYS", 50))
   dev = Device[Device.DEFAULT]
   x = Tensor(np.ones(1, np.float32)).realize()

@@ -4,6 +4,7 @@ Switches: BS (batch, default 512), STEPS (timed steps after warm-up, default 10)
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
+from script_help import exit_on_help
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 def tg_step(bs: int):
@@ -41,6 +42,7 @@ def timed(fn) -> float:
   return time.perf_counter() - st
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   bs, steps = int(os.environ.get("BS", 512)), int(os.environ.get("STEPS", 10))
   steppers = {"tg": tg_step(bs), "PyTorch": torch_step(bs)}
   times: dict[str, list[float]] = {name: [] for name, fn in steppers.items() if fn is not None}

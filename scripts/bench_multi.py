@@ -5,6 +5,7 @@ Switches: STEPS (timed steps per configuration, default 6), BS (batch of the CPU
 from __future__ import annotations
 import json, os, statistics, subprocess, sys, time
 import numpy as np
+from script_help import exit_on_help
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 # (kind, DEV, model): the CPU trains beautiful_mnist's convnet; the NV model interprets PTX, so it trains a small MLP
@@ -67,6 +68,7 @@ def run(label: str) -> dict:
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   if len(sys.argv) == 3 and sys.argv[1] == "--worker":
     print(json.dumps(worker(sys.argv[2])))
     sys.exit(0)

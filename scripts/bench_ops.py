@@ -7,6 +7,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tg import Tensor, Context, Device
 from tg.realize import _runners
+from script_help import exit_on_help
 
 REPEAT = int(os.environ.get("REPEAT", 5))
 
@@ -51,6 +52,7 @@ def cases():
          lambda torch: torch.nn.functional.conv2d(torch.from_numpy(img), torch.from_numpy(w)))
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   rows = []
   for name, work, unit, make, np_fn, torch_fn in cases():
     scale = 1e9

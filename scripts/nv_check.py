@@ -14,6 +14,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tg import Tensor, TinyJit, dtypes, Device
 from ir.switches import getenv
+from script_help import exit_on_help
 
 ON_MODEL = "MOCK" in os.environ.get("DEV", "")
 N = getenv("N", 64 if ON_MODEL else 4096)
@@ -160,4 +161,5 @@ def main() -> None:
   sys.exit(1 if failures or any("FAIL" in v or "WRONG" in v or "MISMATCH" in v for r in results.values() for v in r) else 0)
 
 if __name__ == "__main__":
+  exit_on_help(__doc__)
   main()
