@@ -325,7 +325,7 @@ class HCQGraph:
         q.exec(ei.runner.prg, args, spec.global_size, spec.local_size)
       else: q.copy(arg(ei.bufs[0]), arg(ei.bufs[1]), ei.bufs[0].nbytes)
       count[dev] += 1
-      q.signal(self.signals[dev], self.base + count[dev])
+      if len(self.devices) > 1: q.signal(self.signals[dev], self.base + count[dev])  # what other devices wait for
       writer[id(ei.bufs[0].base)] = (dev, count[dev])
       for b in ei.bufs[1:]: readers.setdefault(id(b.base), {})[dev] = count[dev]
     self.span = max(count.values()) + 1
