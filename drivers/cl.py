@@ -2,7 +2,7 @@
 (codegen/opencl.py), built by the device's own compiler (its build log is the error when that fails) and cached as
 the device's binaries. `CL:n` is the n-th device over all platforms. Tested on PoCL (OpenCL on the CPU)."""
 from __future__ import annotations
-import contextlib, functools
+import functools
 from dataclasses import dataclass, field
 import cffi
 from ir.dtype import C_TYPES
@@ -175,9 +175,10 @@ class CLProgram:
     self.kernel = checked("clCreateKernel", cl.clCreateKernel, self.program, name.encode())
     self.var_types = [C_TYPES[v.dtype] for v in spec.vars]
   def __del__(self):
-    with contextlib.suppress(Exception):  # at exit the library (or cffi) may already be gone
+    try:
       self.dev.cl.clReleaseKernel(self.kernel)
       self.dev.cl.clReleaseProgram(self.program)
+    except Exception: pass  # noqa: BLE001 - at exit the library, cffi, or even contextlib may already be gone
   def __call__(self, *bufs, global_size=(1, 1, 1), local_size=None, vals: tuple = (), wait: bool = False) -> float | None:
     cl = self.dev.cl
     for i, b in enumerate(bufs): check(cl.clSetKernelArg(self.kernel, i, ffi.sizeof("cl_mem"), ffi.new("cl_mem *", self.dev.allocator.kernel_arg(b))), "clSetKernelArg")

@@ -11,7 +11,7 @@ from codegen.llvmir import LLVMRenderer
 from codegen.llvm_compiler import LLVMCompiler, host_isa
 from codegen.renderer import ProgramSpec
 from drivers.hcq import HCQCompiled, HCQProgram, SoftwareCopyQueue, SoftwareEngine, SoftwareQueue
-from drivers.host_memory import HostAllocator
+from drivers.host_memory import HostAllocator, HostBuffer
 from drivers.elf import LoadedImage
 from drivers.system import ffi
 
@@ -29,7 +29,7 @@ class CPUProgram(HCQProgram):
     self.work_per_iteration = (spec.flops + spec.mem_bytes) // max(spec.global_size[0], 1) + 1
 
   def execute(self, args: list, global_size, local_size) -> None:
-    self.launch([a.ctypes.data if isinstance(a, np.ndarray) else a for a in args], global_size[0])
+    self.launch([a.addr if isinstance(a, HostBuffer) else a.ctypes.data if isinstance(a, np.ndarray) else a for a in args], global_size[0])
 
   def launch(self, args: list[int], n: int) -> None:
     """Run iterations [0, n) of the outer loop, split across threads when there is enough work."""

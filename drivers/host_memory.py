@@ -7,12 +7,19 @@ from drivers.device import LRUAllocator
 
 ALIGN = 64  # bytes: the widest vector register (AVX-512)
 
+class HostBuffer(np.ndarray):
+  """A byte array that knows its address (`addr`), taken once when the array (or a view of it) is made: kernels are
+  called with it every launch, and numpy takes a microsecond to derive it."""
+  def __array_finalize__(self, obj) -> None: self.addr: int = self.ctypes.data
+
+def _with_address(a: np.ndarray) -> HostBuffer: return a.view(HostBuffer)
+
 class HostAllocator(LRUAllocator):
   capacity = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-  def _alloc(self, size: int, options=None) -> np.ndarray:
+  def _alloc(self, size: int, options=None) -> HostBuffer:
     raw = np.empty(size + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN
-    return raw[start:start + size]
-  def offset(self, opaque: np.ndarray, size: int, offset: int) -> np.ndarray: return opaque[offset:offset + size]
+    return _with_address(raw[start:start + size])
+  def offset(self, opaque: np.ndarray, size: int, offset: int) -> HostBuffer: return _with_address(opaque[offset:offset + size])
   def copyin(self, dest: np.ndarray, src: memoryview) -> None: dest[:] = np.frombuffer(src, dtype=np.uint8)
   def copyout(self, dest: memoryview, src: np.ndarray) -> None: np.frombuffer(dest, dtype=np.uint8)[:] = src
