@@ -15,6 +15,7 @@ from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
+from codegen.lane_kernel import LaneKernel
 
 # dtype -> (type in registers, type in memory)
 TYPES: dict[DType, tuple[str, str]] = {
@@ -59,26 +60,16 @@ class OpenCLRenderer(Renderer):
   def __init__(self, fp16: bool = True, fp64: bool = True): self.fp16, self.fp64 = fp16, fp64
   def render(self, name: str, uops: list[UOp]) -> str: return _Kernel(name, self).render(uops)
 
-class _Kernel:
+class _Kernel(LaneKernel):
+  language, barrier = "OpenCL", "barrier(CLK_LOCAL_MEM_FENCE);"
   def __init__(self, name: str, renderer: OpenCLRenderer):
-    self.name, self.renderer = name, renderer
+    super().__init__(name, renderer)
     self.params: list[str] = []
-    self.decls: list[str] = []
-    self.locals: list[str] = []
-    self.lines: list[str] = []
-    self.helpers: set[str] = set()
-    self.val: dict[UOp, list[str]] = {}
-    self.count, self.depth = 0, 1
-    self.local_dims = [1, 1, 1]
     self.used: set[DType] = set()
 
-  def var(self, dt: DType, prefix: str = "v") -> str:
-    """A fresh private variable of scalar type dt, declared at the top of the kernel."""
+  def declaration(self, name: str, dt: DType) -> str:
     self.used.add(dt.scalar)
-    self.count += 1
-    name = f"{prefix}{self.count}"
-    self.decls.append(f"  {self.ctype(dt)} {name};")
-    return name
+    return f"  {self.ctype(dt)} {name};"
   def ctype(self, dt: DType) -> str: return ctype(dt, self.renderer.fp16)
   def literal(self, value, dt: DType) -> str: return literal(value, dt, self.renderer.fp16)
   def half_storage(self, dt: DType) -> bool: return dt.scalar == dtypes.float16 and not self.renderer.fp16
@@ -88,19 +79,9 @@ class _Kernel:
     if helper is None: return expr
     self.helpers.add(helper)
     return f"{helper}({expr})"
-  def emit(self, text: str) -> None: self.lines.append("  " * self.depth + text)
-  def assign(self, dt: DType, expr: str, prefix: str = "v") -> str:
-    out = self.var(dt, prefix)
-    self.emit(f"{out} = {expr};")
-    return out
-  def ref(self, u: UOp, lane: int = 0) -> str:
-    if u.op is Ops.CONST: return self.literal(u.arg, u.dtype)
-    v = self.val[u]
-    return v[lane] if len(v) > 1 else v[0]
 
   def render(self, uops: list[UOp]) -> str:
-    for u in uops:
-      if u.op is not Ops.CONST: self.val[u] = self.render_one(u)
+    self.render_all(uops)
     if dtypes.float64 in self.used and not self.renderer.fp64: raise TypeError("this OpenCL device has no cl_khr_fp64: double kernels can't run on it")
     pragmas = [f"#pragma OPENCL EXTENSION cl_khr_fp{bits} : enable" for bits, dt in ((16, dtypes.float16), (64, dtypes.float64))
                if dt in self.used and (bits == 64 or self.renderer.fp16)]
@@ -126,54 +107,18 @@ class _Kernel:
       name = f"local{len(self.locals)}"
       self.locals.append(f"  __local {mem_type(dt.base)} {name}[{max(dt.size, 1)}];")
       return [name]
-    if op is Ops.DEFINE_ACC: return [self.assign(dt.scalar, self.ref(u.src[0], i), "acc") for i in range(dt.count)]
-    if op is Ops.RANGE:
-      i = self.var(dt, "ridx")
-      self.emit(f"for ({i} = {self.ref(u.src[0])}; {i} < {self.ref(u.src[1])}; {i}++) {{")
-      self.depth += 1
-      return [i]
-    if op in (Ops.ENDRANGE, Ops.ENDIF):
-      self.depth -= 1
-      self.emit("}")
-      return []
-    if op is Ops.IF:
-      self.emit(f"if ({self.ref(u.src[0])}) {{")
-      self.depth += 1
-      return []
-    if op is Ops.BARRIER:
-      self.emit("barrier(CLK_LOCAL_MEM_FENCE);")
-      return []
-    if op is Ops.LOAD: return self.load(u)
-    if op is Ops.STORE:
-      self.store(u)
-      return []
-    if op is Ops.VECTORIZE: return [self.ref(s) for s in u.src]
-    if op is Ops.GEP: return [self.ref(u.src[0], u.arg)]
-    if op is Ops.WMMA: raise TypeError("the OpenCL renderer has no tensor cores")
-    return [self.lane(u, i) for i in range(dt.count)]
+    return super().render_one(u)
 
   # ---- memory ----
-  def load(self, u: UOp) -> list[str]:
-    dt = u.dtype
-    if len(u.src) == 1: return [self.assign(dt.scalar, self.ref(u.src[0], i)) for i in range(dt.count)]  # an accumulator's value now
-    buf, idx = u.src
-    return [self.assign(dt.scalar, self.from_memory(self.ref(buf), f"{self.ref(idx)} + {i}" if i else self.ref(idx), dt.scalar)) for i in range(dt.count)]
-  def store(self, u: UOp) -> None:
-    if len(u.src) == 2:  # an accumulator's new value
-      for i in range(u.src[1].dtype.count): self.emit(f"{self.ref(u.src[0], i)} = {self.ref(u.src[1], i)};")
-      return
-    buf, idx, val = u.src[:3]
-    gate = u.src[3] if len(u.src) == 4 else None
-    for i in range(val.dtype.count):
-      text = self.to_memory(self.ref(buf), f"{self.ref(idx)} + {i}" if i else self.ref(idx), self.ref(val, i), val.dtype.scalar)
-      self.emit(f"if ({self.ref(gate, i)}) {text}" if gate is not None else text)
-  def from_memory(self, buf: str, idx: str, dt: DType) -> str:
+  def from_memory(self, buf: UOp, idx: str, dt: DType) -> str:
+    buf = self.ref(buf)
     if dt == dtypes.bool: return f"({buf}[{idx}] != 0)"
     if dt == dtypes.bfloat16: return f"as_float(((uint){buf}[{idx}]) << 16)"
     if self.half_storage(dt): return f"vload_half({idx}, {buf})"
     return f"{buf}[{idx}]"
-  def to_memory(self, buf: str, idx: str, value: str, dt: DType) -> str:
+  def to_memory(self, buf: UOp, idx: str, value: str, dt: DType) -> str:
     """The statement storing value at buf[idx]."""
+    buf = self.ref(buf)
     if self.half_storage(dt): return f"vstore_half_rte({value}, {idx}, {buf});"
     if dt == dtypes.bool: value = f"(uchar)({value})"
     if dt == dtypes.bfloat16: value = f"(ushort)(as_uint({value}) >> 16)"

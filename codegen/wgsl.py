@@ -27,6 +27,7 @@ from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
+from codegen.lane_kernel import LaneKernel
 
 # dtype -> type in registers (half: with shader-f16)
 TYPES: dict[DType, str] = {
@@ -96,29 +97,18 @@ def flattened(global_size, max_workgroups: int) -> bool:
   """Whether a launch this wide goes out as a 2D grid of workgroups the kernel renumbers (the runtime agrees)."""
   return any(g > max_workgroups for g in global_size)
 
-class _Kernel:
+class _Kernel(LaneKernel):
+  language, barrier = "WGSL", "workgroupBarrier();"
   def __init__(self, name: str, renderer: WGSLRenderer):
-    self.name, self.renderer = name, renderer
+    super().__init__(name, renderer)
     self.bindings: list[str] = []
     self.members: list[str] = []
-    self.decls: list[str] = []
-    self.locals: list[str] = []
     self.prologue: list[str] = []
-    self.lines: list[str] = []
-    self.helpers: set[str] = set()
-    self.val: dict[UOp, list[str]] = {}
-    self.count, self.depth = 0, 1
-    self.local_dims = [1, 1, 1]
     self.global_dims = [1, 1, 1]
     self.atomic: set[UOp] = set()
     self.f16 = False
 
-  def var(self, dt: DType, prefix: str = "v") -> str:
-    """A fresh function variable of scalar type dt, declared at the top of the entry point."""
-    self.count += 1
-    name = f"{prefix}{self.count}"
-    self.decls.append(f"  var {name}: {self.wtype(dt)};")
-    return name
+  def declaration(self, name: str, dt: DType) -> str: return f"  var {name}: {self.wtype(dt)};"
   def wtype(self, dt: DType) -> str:
     t = wtype(dt, self.renderer.fp16)
     self.f16 |= t == "f16"
@@ -140,24 +130,13 @@ class _Kernel:
     if dt in (dtypes.int8, dtypes.int16): return f"extractBits({expr}, 0u, {8 * dt.itemsize}u)"  # sign-extends
     if dt in (dtypes.uint8, dtypes.uint16): return f"({expr} & {(1 << 8 * dt.itemsize) - 1:#x}u)"
     return expr
-  def emit(self, text: str) -> None: self.lines.append("  " * self.depth + text)
-  def assign(self, dt: DType, expr: str, prefix: str = "v") -> str:
-    out = self.var(dt, prefix)
-    self.emit(f"{out} = {expr};")
-    return out
-  def ref(self, u: UOp, lane: int = 0) -> str:
-    if u.op is Ops.CONST: return self.literal(u.arg, u.dtype)
-    v = self.val[u]
-    return v[lane] if len(v) > 1 else v[0]
-
   def render(self, uops: list[UOp]) -> str:
     for u in uops:
       if u.op is Ops.SPECIAL and u.arg[0][0] == "g": self.global_dims[int(u.arg[0][-1])] = u.arg[1]
       if u.op is Ops.STORE and len(u.src) >= 3 and u.src[0].op is Ops.DEFINE_GLOBAL and self.packed(u.src[0].dtype.base): self.atomic.add(u.src[0])
     if flattened(self.global_dims, self.renderer.max_workgroups):
       self.prologue += ["  let wg = gid.x + gid.y * nwg.x;", f"  if (wg >= {self.global_dims[0] * self.global_dims[1] * self.global_dims[2]}u) {{ return; }}"]
-    for u in uops:
-      if u.op is not Ops.CONST: self.val[u] = self.render_one(u)
+    self.render_all(uops)
     if self.members: self.bindings.append(f"struct Vars {{ {', '.join(self.members)} }}\n@group(0) @binding({len(self.bindings)}) var<uniform> vars: Vars;")
     head = (f"@compute @workgroup_size({', '.join(str(d) for d in self.local_dims)})\nfn {self.name}(@builtin(workgroup_id) gid: vec3<u32>, "
             "@builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {")
@@ -187,47 +166,9 @@ class _Kernel:
       name = f"local{len(self.locals)}"
       self.locals.append(f"var<workgroup> {name}: array<{self.wtype(dt.base)}, {max(dt.size, 1)}>;")
       return [name]
-    if op is Ops.DEFINE_ACC: return [self.assign(dt.scalar, self.ref(u.src[0], i), "acc") for i in range(dt.count)]
-    if op is Ops.RANGE:
-      i = self.var(dt, "ridx")
-      self.emit(f"for ({i} = {self.ref(u.src[0])}; {i} < {self.ref(u.src[1])}; {i}++) {{")
-      self.depth += 1
-      return [i]
-    if op in (Ops.ENDRANGE, Ops.ENDIF):
-      self.depth -= 1
-      self.emit("}")
-      return []
-    if op is Ops.IF:
-      self.emit(f"if ({self.ref(u.src[0])}) {{")
-      self.depth += 1
-      return []
-    if op is Ops.BARRIER:
-      self.emit("workgroupBarrier();")
-      return []
-    if op is Ops.LOAD: return self.load(u)
-    if op is Ops.STORE:
-      self.store(u)
-      return []
-    if op is Ops.VECTORIZE: return [self.ref(s) for s in u.src]
-    if op is Ops.GEP: return [self.ref(u.src[0], u.arg)]
-    if op is Ops.WMMA: raise TypeError("the WGSL renderer has no tensor cores")
-    return [self.lane(u, i) for i in range(dt.count)]
+    return super().render_one(u)
 
   # ---- memory ----
-  def load(self, u: UOp) -> list[str]:
-    dt = u.dtype
-    if len(u.src) == 1: return [self.assign(dt.scalar, self.ref(u.src[0], i)) for i in range(dt.count)]  # an accumulator's value now
-    buf, idx = u.src
-    return [self.assign(dt.scalar, self.from_memory(buf, f"{self.ref(idx)} + {i}" if i else self.ref(idx), dt.scalar)) for i in range(dt.count)]
-  def store(self, u: UOp) -> None:
-    if len(u.src) == 2:  # an accumulator's new value
-      for i in range(u.src[1].dtype.count): self.emit(f"{self.ref(u.src[0], i)} = {self.ref(u.src[1], i)};")
-      return
-    buf, idx, val = u.src[:3]
-    gate = u.src[3] if len(u.src) == 4 else None
-    for i in range(val.dtype.count):
-      text = self.to_memory(buf, f"{self.ref(idx)} + {i}" if i else self.ref(idx), self.ref(val, i), val.dtype.scalar)
-      self.emit(f"if ({self.ref(gate, i)}) {{ {text} }}" if gate is not None else text)
   def word(self, idx: str, dt: DType) -> tuple[str, str]:
     """(the u32 word index, the bit offset in it) of element idx of a packed 8- or 16-bit array."""
     per = 4 // dt.itemsize
