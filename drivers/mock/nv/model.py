@@ -471,8 +471,8 @@ class NVModel(DeviceModel):
     for attrs in arg.perGpuAttributes[0:arg.gpuAttributesCount]:
       gpu = self.uuid_gpu(attrs.gpuUuid)
       if gpu not in space.gpu_vaspaces: raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {gpu} has no VA space registered in this address space")
-      # uvm_map_external.c set_ext_gpu_map_location: the owner must be registered, and another GPU's video memory needs peer access
-      if owner is not None and owner not in space.gpus: raise RmFailure("NV_ERR_INVALID_DEVICE", f"the memory's GPU {owner} is not registered in this address space")
+      # uvm_map_external.c set_ext_gpu_map_location: another GPU's video memory needs peer access (its first check, that the
+      # owner is registered here, fails with the same status, and peers are registered GPUs only)
       if owner is not None and owner != gpu and frozenset((owner, gpu)) not in space.peers:
         raise RmFailure("NV_ERR_INVALID_DEVICE", f"GPU {gpu} maps GPU {owner}'s video memory without peer access (UVM_ENABLE_PEER_ACCESS)")
       self.gpus[gpu].map(arg.base, arg.length, mem, arg.offset)

@@ -166,4 +166,7 @@ def test_a_gpu_maps_memory_only_in_an_address_space_it_has_registered():
     uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=host.va, length=host.size)
     with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.map_on(devs[1].uuid, host.va, host.size, host.handle)
     with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): uvm.map_on(devs[0].uuid, host.va + 0x10000000, host.size, host.handle)  # no range there
+    vram = devs[1].alloc_memory(0x1000)  # owned by a GPU this space doesn't know, so no peer of the mapping GPU
+    uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=vram.va, length=vram.size)
+    with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.map_on(devs[0].uuid, vram.va, vram.size, vram.handle)
   finally: model.stop()
