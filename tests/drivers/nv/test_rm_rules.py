@@ -132,6 +132,9 @@ def test_a_gpu_maps_another_gpus_video_memory_only_as_its_peer():
     with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.map_on(devs[1].uuid, vram.va, vram.size, vram.handle)  # no peer access yet
     uvm.map_on(devs[1].uuid, host.va, host.size, host.handle)  # system memory needs none
     uvm.map_on(devs[0].uuid, vram.va, vram.size, vram.handle)  # its own GPU needs none
+    with pytest.raises(RMError, match="NV_ERR_INVALID_ARGUMENT"):  # at least one GPU to map on
+      uvm.call(nv.UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION_PARAMS", base=host.va, length=host.size, gpuAttributesCount=0,
+               rmCtrlFd=devs[0].rm.ctl, hClient=devs[0].rm.client, hMemory=host.handle)
     with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.enable_peer_access(devs[0].uuid, devs[0].uuid)
     uvm.enable_peer_access(devs[0].uuid, devs[1].uuid)
     with pytest.raises(RMError, match="NV_ERR_INVALID_DEVICE"): uvm.enable_peer_access(devs[1].uuid, devs[0].uuid)  # once a pair
