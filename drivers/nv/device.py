@@ -18,7 +18,7 @@ from drivers.hcq import HCQCompiled, HCQProgram, HCQSignal, HCQTimeoutError
 from drivers.system import memoryview_at, system_for
 from drivers.nv import pushbuf as pb, qmd as qmdlib, rm_abi as nv
 from drivers.nv.cubin import Cubin
-from drivers.nv.memory import AddressSpace, ArgumentPool, NVAllocator, NVBuffer
+from drivers.gpu_memory import AddressSpace, ArgumentPool, GPUAllocator, GPUBuffer
 from drivers.nv.queues import NVComputeQueue, NVCopyQueue, NVQueue
 from drivers.nv.rm import UVM, RMClient, RMError, is_missing
 
@@ -253,10 +253,10 @@ class NVDevice(HCQCompiled):
 
     self.signal_memory = self.alloc_memory(0x10000, host=True)
     self.arguments = ArgumentPool(self)
-    self.local_memory: NVBuffer | None = None
+    self.local_memory: GPUBuffer | None = None
     toolchain = self.system.toolchain("/dev/nvidia", self.arch)
     renderer, compiler = toolchain if toolchain is not None else (PTXRenderer(self.arch), PTXCompiler(self.arch))
-    super().__init__(device, NVAllocator(self), renderer, compiler, functools.partial(NVProgram, self), NVComputeQueue, NVCopyQueue,
+    super().__init__(device, GPUAllocator(self), renderer, compiler, functools.partial(NVProgram, self), NVComputeQueue, NVCopyQueue,
                      signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
     self.submit("compute", pb.method(pb.SUBC_COMPUTE, pb.Host.SET_OBJECT, self.compute_class) +
                 pb.method(pb.SUBC_COMPUTE, pb.Compute.SET_SHADER_SHARED_MEMORY_WINDOW_A, SHARED_WINDOW >> 32, SHARED_WINDOW & 0xFFFFFFFF) +
@@ -313,7 +313,7 @@ class NVDevice(HCQCompiled):
     return self.channel_window
 
   # ---- memory ----
-  def alloc_memory(self, size: int, host: bool = False) -> NVBuffer:
+  def alloc_memory(self, size: int, host: bool = False) -> GPUBuffer:
     """`size` bytes of video memory (host=False) or pinned system memory (host=True, mapped for the CPU too)."""
     huge = not host and size >= 2 << 20
     size = round_up(max(size, 1), (2 << 20) if huge else 0x1000)
@@ -338,18 +338,18 @@ class NVDevice(HCQCompiled):
       raise
     va = self.addresses.alloc(size, align)
     self.uvm.map(self.uuid, va, size, handle)
-    buf = NVBuffer(va, size, handle=handle, host=host)
+    buf = GPUBuffer(va, size, handle=handle, host=host)
     if host: buf.cpu, buf.fd = self.rm.map_to_cpu(self.minor, self.device_handle, handle, size, system_memory=True)
     return buf
 
-  def map_peer(self, buf: NVBuffer) -> None:
+  def map_peer(self, buf: GPUBuffer) -> None:
     """Maps another GPU's buffer on this one, once, at the address it has there (one address space)."""
     base = buf.base or buf
     if self.uuid not in base.mapped_on:
       self.uvm.map_on(self.uuid, base.va, base.size, base.handle)
       base.mapped_on.add(self.uuid)
 
-  def free_memory(self, buf: NVBuffer) -> None:
+  def free_memory(self, buf: GPUBuffer) -> None:
     self.uvm.unmap(buf.va, buf.size)
     self.addresses.free(buf.va, buf.size)
     if buf.cpu is not None:
@@ -376,7 +376,7 @@ class NVDevice(HCQCompiled):
     return {"min_sm_config_shared_mem_size": 8 // 4 + 1, "target_sm_config_shared_mem_size": kb // 4 + 1, "max_sm_config_shared_mem_size": max_kb // 4 + 1}
 
   def can_transfer_from(self, src_dev) -> bool: return isinstance(src_dev, NVDevice) and src_dev.uuid in self.peers
-  def transfer(self, dest: NVBuffer, src: NVBuffer, nbytes: int, src_dev: HCQCompiled) -> None:
+  def transfer(self, dest: GPUBuffer, src: GPUBuffer, nbytes: int, src_dev: HCQCompiled) -> None:
     self.map_peer(src)  # this GPU's copy engine reads the peer's video memory directly
     super().transfer(dest, src, nbytes, src_dev)
 

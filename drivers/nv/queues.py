@@ -2,31 +2,21 @@
 (any channel); a kernel launch writes its constant buffer 0 and launch descriptor (QMD) into host-visible memory
 the queue owns and sends the QMD's address to the compute engine; a copy is one copy-engine transfer."""
 from __future__ import annotations
-import weakref
-from typing import Any
 import numpy as np
 from ir.dtype import dtypes
 from ir.helpers import round_up
 from ir.uop import UOp
-from drivers.hcq import HCQSignal, HWQueue, PatchSlot, fill
+from drivers.hcq import HCQSignal, PatchSlot
 from drivers.nv import pushbuf as pb
-from drivers.nv.memory import ArgumentPool, NVBuffer
+from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 
 MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
 
 def _wide(v): return v.cast(dtypes.uint64) if isinstance(v, UOp) else v  # a symbolic value may be a narrower int
 def lo32(v): return _wide(v) & 0xFFFFFFFF
 def hi32(v): return _wide(v) >> 32
-class NVQueue(HWQueue):
+class NVQueue(ArgumentQueue):
   channel = "compute"
-  def __init__(self):
-    super().__init__()
-    self._chunks: list[NVBuffer] = []
-    self._chunk_used = 0
-    self._mem_patches: list[tuple[np.ndarray, int, Any]] = []  # (u64 view, index, UOp or PatchSlot) written at submit
-    self._last_submit: tuple[HCQSignal, int] | None = None
-    self._release = [0]  # the timeline value after which the GPU no longer reads this queue's memory
-
   def method(self, subchannel: int, offset: int, *data) -> NVQueue:
     return self.q(pb.header(pb.INCREMENTING, subchannel, offset, len(data)), *data)
 
@@ -39,31 +29,11 @@ class NVQueue(HWQueue):
   def timestamp(self, signal: HCQSignal): return self.signal(signal, 0)  # timing signals are read for their time only
   def memory_barrier(self): return self.method(pb.SUBC_HOST, pb.Host.WFI, 0)
 
-  def memory(self, dev, size: int, align: int = 256) -> tuple[NVBuffer, int]:
-    """`size` bytes of host-visible memory owned by this queue: (chunk, offset)."""
-    if size > ArgumentPool.CHUNK: raise ValueError(f"{size} bytes of launch arguments don't fit a {ArgumentPool.CHUNK}-byte chunk")
-    at = round_up(self._chunk_used, align)
-    if not self._chunks or at + size > ArgumentPool.CHUNK:
-      if not self._chunks: weakref.finalize(self, dev.arguments.give_back, self._chunks, self._release)
-      self._chunks.append(dev.arguments.take())
-      at = 0
-    self._chunk_used = at + size
-    return self._chunks[-1], at
-
-  def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
-    if self._mem_patches:
-      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old values
-      for view, i, p in self._mem_patches: view[i] = fill(p, var_vals)
-    super().submit(dev, var_vals)
-    self._last_submit = (dev.timeline_signal, dev.timeline_value - 1)
-    self._release[0] = dev.timeline_value - 1
-    return self
-
   def _submit(self, dev, words: list[int]) -> None: dev.submit(self.channel, words)
 
 def _u64(x) -> int:
   """A kernel argument as constant-buffer bits: a buffer's address or an integer (two's complement)."""
-  return x.va if isinstance(x, NVBuffer) else int(x) & 0xFFFFFFFFFFFFFFFF
+  return x.va if isinstance(x, GPUBuffer) else int(x) & 0xFFFFFFFFFFFFFFFF
 
 class NVComputeQueue(NVQueue):
   channel = "compute"
@@ -99,5 +69,5 @@ class NVCopyQueue(NVQueue):
   @staticmethod
   def _address(buf, offset: int) -> tuple:
     if isinstance(buf, PatchSlot): return PatchSlot(buf.name, lambda b: hi32(b.va + offset)), PatchSlot(buf.name, lambda b: lo32(b.va + offset))
-    if not isinstance(buf, NVBuffer): raise TypeError(f"the NV copy engine copies between NV buffers, not {type(buf).__name__}")
+    if not isinstance(buf, GPUBuffer): raise TypeError(f"the NV copy engine copies between NV buffers, not {type(buf).__name__}")
     return hi32(buf.va + offset), lo32(buf.va + offset)

@@ -15,7 +15,7 @@ from drivers.mock.nv.gpu import ARCHS
 from drivers.mock.nv.model import NVModel
 from drivers.nv import qmd, rm_abi as nv
 from drivers.nv.device import NVDevice
-from drivers.nv.memory import NVBuffer
+from drivers.gpu_memory import GPUBuffer
 from drivers.nv.rm import RMError
 from tg import Tensor
 
@@ -36,12 +36,12 @@ def nvdev(request):
   yield dev, model
   model.gpu.stop()
 
-def upload(dev: NVDevice, a: np.ndarray) -> NVBuffer:
+def upload(dev: NVDevice, a: np.ndarray) -> GPUBuffer:
   buf = dev.allocator.alloc(max(a.nbytes, 1))
   dev.allocator.copyin(buf, memoryview(np.ascontiguousarray(a)).cast("B"))
   return buf
 
-def download(dev: NVDevice, buf: NVBuffer, like: np.ndarray) -> np.ndarray:
+def download(dev: NVDevice, buf: GPUBuffer, like: np.ndarray) -> np.ndarray:
   out = np.empty_like(like)
   dev.allocator.copyout(memoryview(out).cast("B"), buf)
   return out
@@ -153,7 +153,7 @@ def test_unmapped_pointer_faults_the_channel_and_is_reported(nvdev):
   spec = get_program(item.ast, dev.renderer)
   prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
   good = dev.allocator.alloc(64)
-  prg(good, NVBuffer(0x7000_0000_0000, 64), global_size=spec.global_size, local_size=spec.local_size)
+  prg(good, GPUBuffer(0x7000_0000_0000, 64), global_size=spec.global_size, local_size=spec.local_size)
   start = time.perf_counter()
   with pytest.raises((RuntimeError, HCQTimeoutError), match="error notifier status 0xffff, info 31"): dev.synchronize(timeout_ms=20000)
   assert time.perf_counter() - start < 5, "a channel error is reported without waiting for the timeout"

@@ -1,13 +1,16 @@
-"""GPU memory of the NV driver: a range allocator for GPU virtual addresses, the buffers the allocator hands out,
-and copies between them and host memory through a staging buffer on the copy engine."""
+"""GPU memory of the HCQ GPU drivers (NV, AMD): a range allocator for GPU virtual addresses, the buffers the allocator
+hands out, copies between them and host memory through a staging buffer on the copy engine, and the host-visible
+memory queues keep their launch arguments in. A device provides alloc_memory(size, host) and free_memory(buf)."""
 from __future__ import annotations
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 import numpy as np
 from ir.helpers import round_up
 from drivers.device import LRUAllocator
+from drivers.hcq import HCQSignal, HWQueue, fill
 from drivers.system import memoryview_at
-if TYPE_CHECKING: from drivers.nv.device import NVDevice
+if TYPE_CHECKING: from drivers.hcq import HCQCompiled
 
 
 class AddressSpace:
@@ -29,44 +32,44 @@ class AddressSpace:
     self.free_ranges = merged
 
 @dataclass(eq=False)
-class NVBuffer:
+class GPUBuffer:
   """Memory the GPU sees at `va`; `cpu` is its CPU mapping (None for video memory the CPU can't see)."""
   va: int
   size: int
   cpu: int | None = None
   handle: int = 0                      # the RM memory object (0 for a view)
   host: bool = False                   # system memory (else video memory)
-  fd: int | None = None                # the /dev/nvidiaN file behind the CPU mapping
-  base: NVBuffer | None = field(default=None, repr=False)
+  fd: int | None = None                # a file opened for the CPU mapping alone (NV's /dev/nvidiaN)
+  base: GPUBuffer | None = field(default=None, repr=False)
   mapped_on: set[bytes] = field(default_factory=set, repr=False)  # other GPUs (UUIDs) it is mapped on as well
   def view(self) -> np.ndarray:
     if self.cpu is None: raise RuntimeError(f"GPU memory at {self.va:#x} has no CPU mapping")
     return np.frombuffer(memoryview_at(self.cpu, self.size), dtype=np.uint8)
-  def offset(self, size: int, offset: int) -> NVBuffer:
-    return NVBuffer(self.va + offset, size, None if self.cpu is None else self.cpu + offset, host=self.host, base=self.base or self)
+  def offset(self, size: int, offset: int) -> GPUBuffer:
+    return GPUBuffer(self.va + offset, size, None if self.cpu is None else self.cpu + offset, host=self.host, base=self.base or self)
 
-class NVAllocator(LRUAllocator):
+class GPUAllocator(LRUAllocator):
   """Video memory for Buffers; copies to and from the host go through a pinned staging buffer on the copy engine,
   in chunks, so the host's next chunk is written while the previous one is copied."""
   STAGING = 2 << 20
-  def __init__(self, dev: NVDevice):
+  def __init__(self, dev: HCQCompiled):
     super().__init__()
     self.dev = dev
-    self._staging: list[NVBuffer] = []
-  def _alloc(self, size: int, options=None) -> NVBuffer: return self.dev.alloc_memory(size, host=bool(getattr(options, "host", False)))
-  def _free(self, opaque: NVBuffer, size: int, options=None) -> None: self.dev.free_memory(opaque)
-  def offset(self, opaque: NVBuffer, size: int, offset: int) -> NVBuffer: return opaque.offset(size, offset)
+    self._staging: list[GPUBuffer] = []
+  def _alloc(self, size: int, options=None) -> GPUBuffer: return self.dev.alloc_memory(size, host=bool(getattr(options, "host", False)))
+  def _free(self, opaque: GPUBuffer, size: int, options=None) -> None: self.dev.free_memory(opaque)
+  def offset(self, opaque: GPUBuffer, size: int, offset: int) -> GPUBuffer: return opaque.offset(size, offset)
 
-  def staging(self) -> list[NVBuffer]:
+  def staging(self) -> list[GPUBuffer]:
     if not self._staging: self._staging = [self.dev.alloc_memory(self.STAGING, host=True) for _ in range(2)]
     return self._staging
 
-  def engine_copy(self, dest: NVBuffer, src: NVBuffer, nbytes: int) -> None:
+  def engine_copy(self, dest: GPUBuffer, src: GPUBuffer, nbytes: int) -> None:
     """dest <- src on the copy engine, after everything submitted to the device so far."""
     dev = self.dev
     dev.copy_queue().wait(dev.timeline_signal, dev.timeline_value - 1).copy(dest, src, nbytes).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
 
-  def copyin(self, dest: NVBuffer, src: memoryview) -> None:
+  def copyin(self, dest: GPUBuffer, src: memoryview) -> None:
     if dest.cpu is not None:
       dest.view()[:] = np.frombuffer(src, dtype=np.uint8)
       return
@@ -82,7 +85,7 @@ class NVAllocator(LRUAllocator):
       self.engine_copy(dest.offset(n, at), stage, n)
     dev.synchronize()
 
-  def copyout(self, dest: memoryview, src: NVBuffer) -> None:
+  def copyout(self, dest: memoryview, src: GPUBuffer) -> None:
     out = np.frombuffer(dest, dtype=np.uint8)
     if src.cpu is not None:
       out[:] = src.view()
@@ -99,12 +102,44 @@ class ArgumentPool:
   JIT graph resubmits the same queue); they return here tagged with the timeline value after which the GPU no
   longer reads them."""
   CHUNK = 64 << 10
-  def __init__(self, dev: NVDevice):
+  def __init__(self, dev: HCQCompiled):
     self.dev = dev
-    self.idle: list[tuple[NVBuffer, int]] = []
-  def take(self) -> NVBuffer:
+    self.idle: list[tuple[GPUBuffer, int]] = []
+  def take(self) -> GPUBuffer:
     done = self.dev.timeline_signal.value
     for i, (chunk, release) in enumerate(self.idle):
       if release <= done: return self.idle.pop(i)[0]
     return self.dev.alloc_memory(self.CHUNK, host=True)
-  def give_back(self, chunks: list[NVBuffer], release: list[int]) -> None: self.idle.extend((c, release[0]) for c in chunks)
+  def give_back(self, chunks: list[GPUBuffer], release: list[int]) -> None: self.idle.extend((c, release[0]) for c in chunks)
+
+class ArgumentQueue(HWQueue):
+  """A queue that keeps launch arguments in host-visible chunks from its device's ArgumentPool (`dev.arguments`);
+  words of that memory that depend on a submit's values (a JIT input's address) are written at each submit."""
+  def __init__(self):
+    super().__init__()
+    self._chunks: list[GPUBuffer] = []
+    self._chunk_used = 0
+    self._mem_patches: list[tuple[np.ndarray, int, Any]] = []  # (u64 view, index, UOp or PatchSlot) written at submit
+    self._last_submit: tuple[HCQSignal, int] | None = None
+    self._release = [0]  # the timeline value after which the GPU no longer reads this queue's memory
+
+  def memory(self, dev, size: int, align: int = 256) -> tuple[GPUBuffer, int]:
+    """`size` bytes of host-visible memory owned by this queue: (chunk, offset)."""
+    if size > ArgumentPool.CHUNK: raise ValueError(f"{size} bytes of launch arguments don't fit a {ArgumentPool.CHUNK}-byte chunk")
+    at = round_up(self._chunk_used, align)
+    if not self._chunks or at + size > ArgumentPool.CHUNK:
+      if not self._chunks: weakref.finalize(self, dev.arguments.give_back, self._chunks, self._release)
+      self._chunks.append(dev.arguments.take())
+      at = 0
+    self._chunk_used = at + size
+    return self._chunks[-1], at
+
+  def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
+    if self._mem_patches:
+      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old values
+      for view, i, p in self._mem_patches: view[i] = fill(p, var_vals)
+    super().submit(dev, var_vals)
+    self._last_submit = (dev.timeline_signal, dev.timeline_value - 1)
+    self._release[0] = dev.timeline_value - 1
+    return self
+
