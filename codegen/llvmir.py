@@ -28,6 +28,9 @@ def _suffix(t: str) -> str:
     n, scalar = t[1:-1].split(" x ")
     return f"v{n}{_SUFFIX[scalar]}"
   return _SUFFIX[t]
+def _ptr_suffix(pt: str) -> str:
+  """An intrinsic's name part for a pointer type: ptr -> p0, ptr addrspace(1) -> p1."""
+  return f"p{pt.partition('addrspace(')[2].rstrip(')') or 0}"
 def imm(t: str, value: str) -> str:
   """An immediate operand of type t (splatted for vector types)."""
   return f"splat ({t[1:-1].split(' x ')[1]} {value})" if t.startswith("<") else value
@@ -80,9 +83,17 @@ class _Function:
 
   def render(self, uops: list[UOp]) -> str:
     for u in uops: self.names[u] = self.render_one(u)
-    head = f"define void @{self.name}({', '.join(self.params)}) #0 {{\nentry:"
     body = "\n".join(["  " + e for e in self.entry] + self.lines + ["  ret void", "}"])
-    return "\n".join(sorted(self.decls) + [head, body, 'attributes #0 = { nounwind "no-trapping-math"="true" }', ""])
+    return "\n".join(self.preamble() + sorted(self.decls) + [self.head(), body, self.attributes(), ""])
+  def preamble(self) -> list[str]:
+    """Module-level lines before the declarations (a target's globals)."""
+    return []
+  def head(self) -> str: return f"define void @{self.name}({', '.join(self.params)}) #0 {{\nentry:"
+  def attributes(self) -> str: return 'attributes #0 = { nounwind "no-trapping-math"="true" }'
+  def ptr_of(self, u: UOp) -> str:
+    """The pointer type of a buffer, local array or accumulator slot (targets with address spaces override it)."""
+    return "ptr"
+  def alloca(self, t: str) -> str: return f"alloca {t}"
 
   def render_one(self, u: UOp) -> str | None:
     op, dt = u.op, u.dtype
@@ -108,8 +119,8 @@ class _Function:
     if op in (Ops.BARRIER, Ops.DEFINE_LOCAL): raise TypeError(f"the LLVM renderer has no workgroups ({op.name})")
     if op is Ops.DEFINE_ACC:
       slot = self.fresh("acc")
-      self.entry.append(f"{slot} = alloca {ltype(dt)}")
-      self.emit(f"store {ltype(dt)} {self.ref(u.src[0])}, ptr {slot}")
+      self.entry.append(f"{slot} = {self.alloca(ltype(dt))}")
+      self.emit(f"store {ltype(dt)} {self.ref(u.src[0])}, {self.ptr_of(u)} {slot}")
       return slot
     if op is Ops.LOAD: return self.load(u)
     if op is Ops.STORE: return self.store(u)
@@ -130,37 +141,37 @@ class _Function:
   # ---- memory ----
   def load(self, u: UOp) -> str:
     dt = u.dtype
-    if len(u.src) == 1: return self.op(f"load {ltype(dt)}, ptr {self.ref(u.src[0])}")
-    raw = self.op(f"load {mem_type(dt)}, ptr {self.gep(u.src[0], u.src[1])}, align {dt.scalar.itemsize}")
+    if len(u.src) == 1: return self.op(f"load {ltype(dt)}, {self.ptr_of(u.src[0])} {self.ref(u.src[0])}")
+    raw = self.op(f"load {mem_type(dt)}, {self.ptr_of(u.src[0])} {self.gep(u.src[0], u.src[1])}, align {dt.scalar.itemsize}")
     if dt.scalar == dtypes.bool: return self.op(f"icmp ne {mem_type(dt)} {raw}, {imm(mem_type(dt), '0')}")
     return self.bf16_bits_to_float(raw, mem_type(dt)) if dt.scalar == dtypes.bfloat16 else raw
   def store(self, u: UOp) -> None:
     if len(u.src) == 2:
-      self.emit(f"store {ltype(u.src[1].dtype)} {self.ref(u.src[1])}, ptr {self.ref(u.src[0])}")
+      self.emit(f"store {ltype(u.src[1].dtype)} {self.ref(u.src[1])}, {self.ptr_of(u.src[0])} {self.ref(u.src[0])}")
       return None
     val, vdt = self.ref(u.src[2]), u.src[2].dtype
     if vdt.scalar == dtypes.bool: val = self.op(f"zext {ltype(vdt)} {val} to {mem_type(vdt)}")
     if vdt.scalar == dtypes.bfloat16: val = self.float_to_bf16_bits(val, ltype(vdt))
-    ptr = self.gep(u.src[0], u.src[1])
+    ptr, pt = self.gep(u.src[0], u.src[1]), self.ptr_of(u.src[0])
     if len(u.src) == 4 and u.src[3].dtype.count > 1:  # lanes with their own gates: a masked vector store
       mt = mem_type(vdt)
-      fname = f"llvm.masked.store.{_suffix(mt)}.p0"
-      self.decls.add(f"declare void @{fname}({mt}, ptr, i32, {ltype(u.src[3].dtype)})")
-      self.emit(f"call void @{fname}({mt} {val}, ptr {ptr}, i32 {vdt.scalar.itemsize}, {ltype(u.src[3].dtype)} {self.ref(u.src[3])})")
+      fname = f"llvm.masked.store.{_suffix(mt)}.{_ptr_suffix(pt)}"
+      self.decls.add(f"declare void @{fname}({mt}, {pt}, i32, {ltype(u.src[3].dtype)})")
+      self.emit(f"call void @{fname}({mt} {val}, {pt} {ptr}, i32 {vdt.scalar.itemsize}, {ltype(u.src[3].dtype)} {self.ref(u.src[3])})")
       return None
     if len(u.src) == 4:  # one gate: branch around the store
       n = self.fresh("st")[3:]
       self.emit(f"br i1 {self.ref(u.src[3])}, label %store{n}, label %stored{n}")
       self.lines.append(f"store{n}:")
-      self.emit(f"store {mem_type(vdt)} {val}, ptr {ptr}, align {vdt.scalar.itemsize}")
+      self.emit(f"store {mem_type(vdt)} {val}, {pt} {ptr}, align {vdt.scalar.itemsize}")
       self.emit(f"br label %stored{n}")
       self.lines.append(f"stored{n}:")
       return None
-    self.emit(f"store {mem_type(vdt)} {val}, ptr {ptr}, align {vdt.scalar.itemsize}")
+    self.emit(f"store {mem_type(vdt)} {val}, {pt} {ptr}, align {vdt.scalar.itemsize}")
     return None
   def gep(self, buf: UOp, idx: UOp) -> str:
     out = self.fresh("p")
-    self.emit(f"{out} = getelementptr inbounds {mem_type(buf.dtype.base)}, ptr {self.ref(buf)}, {ltype(idx.dtype)} {self.ref(idx)}")
+    self.emit(f"{out} = getelementptr inbounds {mem_type(buf.dtype.base)}, {self.ptr_of(buf)} {self.ref(buf)}, {ltype(idx.dtype)} {self.ref(idx)}")
     return out
 
   # ---- loops ----
