@@ -28,10 +28,15 @@ class DeviceModel:
   def mmap(self, handle: Any, addr: int, size: int, prot: int, flags: int, offset: int) -> int: return mmap_anonymous(size)
   def munmap(self, handle: Any, addr: int, size: int) -> None: pass  # the model owns the memory it mapped
   def toolchain(self, arch: str) -> tuple[Any, Any] | None: return None
+  def read_text(self, path: str) -> str: raise OSError(errno.ENOENT, f"{path}: not modelled")
+  def listdir(self, path: str) -> list[str]: return []
   def library(self, ffi) -> Any: raise OSError(errno.ENOENT, f"{type(self).__name__} models no library")
 
-# path prefix (a device file, or a shared library's name) -> "module:Class" of the built-in vendor models
-BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "drivers.mock.nv.libcuda:LibCUDAModel"}
+# path prefix (a device file, a sysfs directory, or a shared library's name) -> "module:Class" of the built-in vendor
+# models; one instance of a class serves all its prefixes (amdkfd answers /dev/kfd, the render nodes and sysfs)
+_KFD = "drivers.mock.amd.kfd:KFDModel"
+BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "drivers.mock.nv.libcuda:LibCUDAModel",
+                  "/dev/kfd": _KFD, "/dev/dri/renderD": _KFD, "/sys/devices/virtual/kfd": _KFD, "/sys/class/drm": _KFD}
 
 class MockSystem(System):
   def __init__(self):
@@ -49,7 +54,9 @@ class MockSystem(System):
     for prefix, where in BUILTIN_MODELS.items():
       if path.startswith(prefix):
         module, cls = where.split(":")
-        self.register(prefix, model := getattr(importlib.import_module(module), cls)())
+        model = getattr(importlib.import_module(module), cls)()
+        for other, same in BUILTIN_MODELS.items():
+          if same == where and other not in self.models: self.register(other, model)
         return model
     raise OSError(errno.ENOENT, f"can't open {path}: no such device in the mock system")
   def server_of(self, path: str) -> object: return self._model(path)  # a model registered in its place serves anew
@@ -87,7 +94,12 @@ class MockSystem(System):
     mapped[0].munmap(mapped[1], addr, size)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
-  def read_text(self, path: str) -> str: raise OSError(errno.ENOENT, f"{path}: not modelled")
-  def listdir(self, path: str) -> list[str]: return []
+  def read_text(self, path: str) -> str:
+    try: model = self._model(path)
+    except OSError: raise OSError(errno.ENOENT, f"{path}: not modelled") from None
+    return model.read_text(path)
+  def listdir(self, path: str) -> list[str]:
+    try: return self._model(path.rstrip("/") + "/").listdir(path)
+    except OSError: return []
 
 mock_system = MockSystem()
