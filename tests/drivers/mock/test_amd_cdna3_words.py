@@ -220,6 +220,8 @@ def test_bitop3_truth_table_gfx950():
   ([0b111010 << 26, 0], "word 0xe8000000"),
   ([sop2(0x00, 0, LIT, 2)], "runs past the end"),
   (flat(3, 0x14), "FLAT segment 3"),
+  ([sop1(0x00, 0, 125)], "operand code 125 is no gfx9 source in SOP1"),
+  (vop3(0x1CB, 0, LIT, 0, 0), "operand code 255 is no gfx9 source in VOP3"),  # gfx9 VOP3 takes no literal
 ])
 def test_unknown_encodings_name_the_problem(ws, message):
   with pytest.raises(UnknownInstruction, match=message): decode(words(*ws), 0)

@@ -289,7 +289,7 @@ _RDNA3_NAME = {
   "v_add_u32": "v_add_nc_u32", "v_sub_u32": "v_sub_nc_u32", "v_subrev_u32": "v_subrev_nc_u32",
   "v_add_u16": "v_add_nc_u16", "v_sub_u16": "v_sub_nc_u16", "v_add_i32": "v_add_nc_i32", "v_sub_i32": "v_sub_nc_i32",
   "v_add_i16": "v_add_nc_i16", "v_sub_i16": "v_sub_nc_i16", "v_ffbh_u32": "v_clz_i32_u32", "v_ffbl_b32": "v_ctz_i32_b32",
-  "v_ffbh_i32": "v_cls_i32", "v_cvt_pkrtz_f16_f32": "v_cvt_pk_rtz_f16_f32", "v_mul_lo_u16": "v_mul_lo_u16",
+  "v_ffbh_i32": "v_cls_i32", "v_cvt_pkrtz_f16_f32": "v_cvt_pk_rtz_f16_f32",
   "s_andn2_b32": "s_and_not1_b32", "s_andn2_b64": "s_and_not1_b64", "s_orn2_b32": "s_or_not1_b32",
   "s_orn2_b64": "s_or_not1_b64", "s_andn2_saveexec_b64": "s_and_not1_saveexec_b64",
   "s_orn2_saveexec_b64": "s_or_not1_saveexec_b64", "s_andn1_saveexec_b64": "s_and_not0_saveexec_b64",
@@ -357,7 +357,10 @@ def _operand(code: int, literal: int | None = None) -> Operand:
   if code in _FLOATS: return Operand("float", value=_FLOATS[code])
   if code == _LITERAL: return Operand("literal", value=literal)
   if code >= 256: return Operand("v", code - 256)
-  raise ValueError(code)
+  raise _BadOperand(code)
+
+class _BadOperand(Exception):
+  """An operand field holding a code gfx9 assigns to no register or constant; decode() names the instruction."""
 
 def _reg_text(prefix: str, index: int, count: int) -> str:
   return f"{prefix}{index}" if count == 1 else f"{prefix}[{index}:{index + count - 1}]"
@@ -400,11 +403,9 @@ _SRC_WIDTH_EXCEPTIONS = {  # name -> dwords of (dst, src0, src1, src2); LLVM VOP
   "v_trig_preop_f64": (2, 2, 1), "v_cmp_class_f64": (2, 2, 1), "v_cmpx_class_f64": (2, 2, 1),
   "v_mad_u64_u32": (2, 1, 1, 2), "v_mad_i64_i32": (2, 1, 1, 2), "v_lshl_add_u64": (2, 2, 1, 2),
   "v_cndmask_b32": (1, 1, 1, 2), "v_addc_co_u32": (1, 1, 1, 2), "v_subb_co_u32": (1, 1, 1, 2),
-  "v_subbrev_co_u32": (1, 1, 1, 2), "v_div_fmas_f64": (2, 2, 2, 2), "v_frexp_exp_i32_f64": (1, 2),
-  "v_readlane_b32": (1, 1, 1), "v_writelane_b32": (1, 1, 1), "v_mul_lo_u32": (1, 1, 1),
+  "v_subbrev_co_u32": (1, 1, 1, 2),
   "s_lshl_b64": (2, 2, 1), "s_lshr_b64": (2, 2, 1), "s_ashr_i64": (2, 2, 1), "s_bfe_u64": (2, 2, 1),
-  "s_bfe_i64": (2, 2, 1), "s_bfm_b64": (2, 1, 1), "s_bcnt0_i32_b64": (1, 2), "s_bcnt1_i32_b64": (1, 2),
-  "s_ff0_i32_b64": (1, 2), "s_ff1_i32_b64": (1, 2), "s_flbit_i32_b64": (1, 2), "s_flbit_i32_i64": (1, 2),
+  "s_bfe_i64": (2, 2, 1), "s_bfm_b64": (2, 1, 1),
   "s_bitset0_b64": (2, 1), "s_bitset1_b64": (2, 1), "s_bitcmp0_b64": (0, 2, 1), "s_bitcmp1_b64": (0, 2, 1),
   "s_bitreplicate_b64_b32": (2, 1), "s_quadmask_b64": (2, 2), "s_movrels_b64": (2, 2),
 }
@@ -420,7 +421,7 @@ def _widths(name: str, nsrc: int) -> tuple[int, ...]:
   if name.startswith(("v_cmp", "s_cmp")): return (2,) + (_DWORDS[types[-1]] if types else 1,) * nsrc
   if "saveexec" in name or "wrexec" in name: return (2,) * (nsrc + 1)
   w = _DWORDS[types[-1]] if types else 1
-  if types and re.search(r"_(i32|u32|b32)_(b64|i64|u64|f64)$", name): return (1,) + (w,) * nsrc
+  if re.search(r"_(i32|u32|b32)_(b64|i64|u64|f64)$", name): return (1,) + (w,) * nsrc  # a count of a 64-bit value
   return (w,) * (nsrc + 1)
 
 def _bits(name: str) -> int:
@@ -439,6 +440,7 @@ class _Words:
     self.w = [_u32(code, offset + 4 * i) for i in range(count)]
     self.literal: int | None = None
   def src(self, code: int) -> Operand:
+    if code == _LITERAL and self.count == 2: raise _BadOperand(code)  # gfx9 has no literal after a 64-bit encoding
     if code == _LITERAL and self.literal is None: self.literal = _u32(self.code, self.offset + 4 * self.count)
     return _operand(code, self.literal)
   @property
@@ -497,7 +499,9 @@ def _sopk(ws: _Words, at: int):
   if name == "s_setreg_imm32_b32":
     fields["literal"] = ws.src(_LITERAL).value
     return name, "SOPK", fields, _join(name, _hwreg_text(simm16), hex(fields["literal"]))
-  if name in ("s_call_b64", "s_cbranch_i_fork"): return name, "SOPK", fields, _join(name, _op_text(sdst, 2), str(simm16))
+  if name in ("s_call_b64", "s_cbranch_i_fork"):
+    fields["target"] = at + 4 + 4 * (simm16 - (simm16 >> 15 << 16))
+    return name, "SOPK", fields, _join(name, _op_text(sdst, 2), str(simm16))
   return name, "SOPK", fields, _join(name, _op_text(sdst), hex(simm16))
 
 _SOPP_NO_OPERAND = {"s_barrier", "s_wakeup", "s_icache_inv", "s_ttracedata", "s_set_gpr_idx_off",
@@ -697,7 +701,7 @@ def _vop3p(ws: _Words, at: int):
   neg, neg_hi = (w1 >> 29) & 7, (w0 >> 8) & 7
   fields = {"vdst": _vdst(w0 & 0xFF), "clamp": (w0 >> 15) & 1, "opsel": opsel, "opsel_hi": opsel_hi, "neg": neg,
             "neg_hi": neg_hi, **{f"src{i}": s for i, s in enumerate(srcs)}}
-  width = 2 if name.endswith("_f32") and name.startswith("v_pk") or name == "v_pk_mov_b32" else 1
+  width = 2 if (name.startswith("v_pk") and name.endswith("_f32")) or name == "v_pk_mov_b32" else 1
   dst_width = 1 if name.startswith(("v_dot", "v_mad_mix")) else width
   text = _join(name, _op_text(fields["vdst"], dst_width), *(_op_text(s, width, 16 if width == 1 else 32) for s in srcs))
   for label, value, default in (("op_sel", opsel, 0), ("op_sel_hi", opsel_hi, (1 << nsrc) - 1),
@@ -922,7 +926,10 @@ def decode(code: bytes | memoryview, offset: int) -> Instruction:
   fmt = _format(w)
   if fmt is None: raise UnknownInstruction(f"no gfx9 encoding matches word {w:#010x} at offset {offset:#x}")
   ws = _Words(code, offset, fmt[1])
-  name, enc, fields, text = fmt[0](ws, offset)
+  try: name, enc, fields, text = fmt[0](ws, offset)
+  except _BadOperand as e:
+    raise UnknownInstruction(f"operand code {e.args[0]} is no gfx9 source in {fmt[0].__name__[1:].upper()} word "
+                             f"{w:#010x} at offset {offset:#x}") from None
   if ws.literal is not None: fields["literal"] = ws.literal
   return Instruction(_rdna3_name(name), enc, ws.size, fields, text)
 
