@@ -2,7 +2,7 @@
 topology in sysfs, the VM, memory (ALLOC / MAP / UNMAP / FREE and the render-node CPU view), queue creation with the
 sizes kfd_queue.c validates, and events. Each rule has a call a wrong driver would make. Expected sizes are worked
 out by hand from kfd_queue.c's formulas in the comments, not by the model's code."""
-import errno, os
+import errno, time
 import numpy as np
 import pytest
 from ir.switches import Context, getenv
@@ -135,6 +135,9 @@ def test_arch_choice_follows_env_then_dev(monkeypatch):
 def test_version_and_vm_rules(amd):
   v = amd.ioctl("AMDKFD_IOC_GET_VERSION")
   assert (v.major_version, v.minor_version) >= (1, 14)
+  runtime = kfd.ffi.new("uint64_t[2]")   # kfd_ioctl_runtime_enable_args: r_debug, mode_mask, capabilities_mask (1.14+)
+  mock_system.ioctl(amd.kfd, "AMDKFD_IOC_RUNTIME_ENABLE", sysmod.IOWR("K", 0x25, 16), runtime)
+  assert errno_of(lambda: mock_system.ioctl(amd.kfd, "AMDKFD_IOC_RUNTIME_ENABLE", sysmod.IOWR("K", 0x25, 12), runtime)) == errno.EINVAL
   # kfd_bind_process_to_device: memory before ACQUIRE_VM fails
   assert errno_of(lambda: amd.alloc(0x1000, GTT | BASE)) == errno.ENODEV
   assert errno_of(lambda: amd.ioctl("AMDKFD_IOC_ACQUIRE_VM", drm_fd=amd.kfd, gpu_id=amd.gpu_id)) == errno.EINVAL   # not a render node
@@ -235,7 +238,10 @@ def test_queue_rules(amd):
     assert (q.doorbell_offset & ((1 << 46) - 1)) % 8 == 0 and (q.doorbell_offset & ((1 << 46) - 1)) < 0x2000
   assert q0.doorbell_offset != q1.doorbell_offset and q0.queue_id != q1.queue_id
   page = mock_system.mmap(0, 0x2000, 3, sysmod.MAP_SHARED, amd.kfd, q0.doorbell_offset & ~0x1FFF)
-  np.frombuffer(sysmod.memoryview_at(page + (q1.doorbell_offset & 0x1FFF), 8), np.uint64)[0] = 0
+  np.frombuffer(sysmod.memoryview_at(page + (q1.doorbell_offset & 0x1FFF), 8), np.uint64)[0] = 8   # two zero dwords: SDMA NOPs
+  rptr = np.frombuffer(sysmod.memoryview_at(q1.read_pointer_address, 8), np.uint64)
+  end = time.monotonic() + 10
+  while rptr[0] != 8: assert time.monotonic() < end, "the SDMA engine never consumed the doorbell's 8 bytes"
   assert errno_of(lambda: mock_system.mmap(0, 0x1000, 3, sysmod.MAP_SHARED, amd.kfd, q0.doorbell_offset & ~0x1FFF)) == errno.EINVAL
   ring_buf = next(b for b in amd.model.buffers.values() if b.va == q0.ring_base_address)
   assert errno_of(lambda: amd.unmap(ring_buf.handle)) == errno.EBUSY                                # a live queue's ring
