@@ -163,3 +163,16 @@ def test_a_wrong_payload_length_faults(pm4):
   pm4.submit(pkt3(0x49, 0, 0, 0))   # RELEASE_MEM with 3 of its 7 dwords
   until(lambda: pm4.amd.model.faults, "a fault")
   assert "RELEASE_MEM" in pm4.amd.model.faults[0] and "7" in pm4.amd.model.faults[0]
+
+def test_copy_data_and_acquire_mem_length_per_arch(pm4):
+  amd = pm4.amd
+  sig, _, sig_mem = amd.buffer(0x1000)
+  np.frombuffer(sig_mem, np.uint64)[0] = 0x0102_0304_0506_0708
+  # COPY_DATA: src_sel 1 (memory) 3:0, dst_sel 5 (memory) 11:8, count_sel 16 (64 bits); then gfx10+'s 7-dword ACQUIRE_MEM
+  pm4.submit(pkt3(0x40, 1 | 5 << 8 | 1 << 16, sig & 0xFFFFFFFF, sig >> 32, (sig + 8) & 0xFFFFFFFF, (sig + 8) >> 32)
+             + pkt3(0x58, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 10, 0) + write_data(sig + 16, 1))
+  until(lambda: np.frombuffer(sig_mem, np.uint32)[4] == 1, "the packets ran")
+  assert np.frombuffer(sig_mem, np.uint64)[1] == 0x0102_0304_0506_0708
+  pm4.submit(pkt3(0x58, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 10))   # gfx9's 6-dword form on a gfx11 queue
+  until(lambda: amd.model.faults, "a fault")
+  assert "ACQUIRE_MEM" in amd.model.faults[0] and "gfx1100" in amd.model.faults[0]
