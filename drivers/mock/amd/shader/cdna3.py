@@ -1,7 +1,17 @@
 """Decoder of the gfx9 instruction encodings as gfx942 (MI300, CDNA3) and gfx950 (CDNA4) run them: machine words ->
 Instruction (instruction.py) named by its RDNA3 mnemonic where the behaviour is the same, with LLVM's disassembly
 text. Formats and fields: AMD "AMD Instinct MI300 (CDNA3) ISA" reference guide, chapter "Microcode Formats"; text
-rules: llvm/lib/Target/AMDGPU/MCTargetDesc/AMDGPUInstPrinter.cpp."""
+rules: llvm/lib/Target/AMDGPU/MCTargetDesc/AMDGPUInstPrinter.cpp.
+
+Fields, named as rdna3.py names them: SOP*: sdst, ssrc0, ssrc1, simm16 (raw), target (branches: byte offset in the
+code); s_waitcnt: vmcnt, expcnt, lgkmcnt; SMEM: sdata, sbase, offset (signed bytes), soffset (null if none), glc;
+VOP1/2/C/3: vdst, sdst, src0..src2 in the order the operation reads them (fmamk/fmaak: K in src1/src2; mac/fmac/dot*c:
+src2 = vdst; carry ops and cndmask: VCC in src2, carry-out in sdst; compares: sdst, VCC for the 32-bit form, which
+gfx9 v_cmpx_* write as well as EXEC), neg, abs, opsel, clamp, omod; SDWA/DPP forms add modifier ("SDWA"/"DPP") and
+their selects; VOP3P: neg, neg_hi, opsel, opsel_hi; MFMA: acc_cd, acc, cbsz, abid, blgp (AGPRs are "acc" operands);
+DS: vdst, addr, data0, data1, offset0, offset1, gds; FLAT/GLOBAL/SCRATCH: vdst, addr, data, saddr (null for off),
+offset (signed), sve, sc0, sc1, nt (glc/slc repeat sc0/nt); MUBUF: vdata, vaddr, srsrc, soffset, offset, offen,
+idxen, sc0, sc1, nt."""
 from __future__ import annotations
 import re, struct
 from drivers.mock.amd.shader.instruction import Instruction, Operand, UnknownInstruction
@@ -651,9 +661,8 @@ def _vop3(ws: _Words, at: int):
   else: fields.update(abs=(w0 >> 8) & 7, opsel=(w0 >> 11) & 0xF)
   dw, bits = _widths(name, nsrc), _bits(name)
   fmod = _is_float_op(name) and name not in _VOP3B | {"v_cndmask_b32"}
-  src_text = [_mod_text(s, dw[1 + i], bits, fields["neg"] >> i & 1 if fmod else 0, fields.get("abs", 0) >> i & 1 if fmod else 0,
-                        _is_float_op(name))
-              for i, s in enumerate(srcs)]
+  neg, abs_ = (fields["neg"], fields.get("abs", 0)) if fmod else (0, 0)
+  src_text = [_mod_text(s, dw[1 + i], bits, neg >> i & 1, abs_ >> i & 1, _is_float_op(name)) for i, s in enumerate(srcs)]
   text = name + "_e64" if op < 0x1C0 else name
   if name in _ACCUMULATE: fields["src2"] = fields["vdst"]
   if op < 0x100:  # a VOPC compare: the destination is a scalar register pair
@@ -664,17 +673,17 @@ def _vop3(ws: _Words, at: int):
     fields["vdst"] = _operand(w0 & 0xFF)
     dst = [_op_text(fields["vdst"])]
   else: dst = [_op_text(fields["vdst"], dw[0])]
-  if name in ("v_cndmask_b32",) or name in _CARRY_IN: src_text[2] = _op_text(srcs[2], 2)
+  if name == "v_cndmask_b32" or name in _CARRY_IN: src_text[2] = _op_text(srcs[2], 2)
   tail = (" clamp" if fields["clamp"] else "") + (_OMOD.get(fields["omod"], "") if fmod else "")
   if name.startswith("v_bitop3"):  # gfx950: the 8-bit truth table sits in omod:abs:neg (MI355X ISA guide, V_BITOP3_B32)
     fields["bitop3"] = fields["omod"] << 6 | fields["abs"] << 3 | fields["neg"]
     tail += f" bitop3:{fields['bitop3']:#x}" if fields["bitop3"] else ""
   opsel = fields.get("opsel", 0)
   if opsel: tail = " op_sel:[" + ",".join(str(opsel >> i & 1) for i in range(nsrc)) + f",{opsel >> 3 & 1}]" + tail
-  return name, "VOP3", fields, _join(text, *dst, *src_text) + tail
+  return name, "VOP3SD" if vop3b else "VOP3", fields, _join(text, *dst, *src_text) + tail
 
 # MFMA shapes: v_mfma_<out>_<M>x<N>x<K>[_<B>b]_<in> (MI300 ISA guide, "Dependent Matrix Operations" table)
-_MFMA = re.compile(r"v_s?mfma_(f32|i32|f64)_(\d+)x(\d+)x(\d+)(?:_(\d+)b)?_(\w+)")
+_MFMA = re.compile(r"v_mfma_(f32|i32|f64)_(\d+)x(\d+)x(\d+)(?:_(\d+)b)?_(\w+)")
 _IN_BYTES = {"f32": 4, "xf32": 4, "f16": 2, "bf16": 2, "i8": 1, "f64": 8, "fp8_fp8": 1, "fp8_bf8": 1, "bf8_fp8": 1,
              "bf8_bf8": 1}
 
@@ -689,7 +698,7 @@ def _mfma_regs(name: str) -> tuple[int, int]:
 def _vop3p(ws: _Words, at: int):
   w0, w1 = ws.w
   name = _opname("VOP3P", (w0 >> 16) & 0x7F, at)
-  if name.startswith(("v_mfma", "v_smfmac")) and _MFMA.fullmatch(name): return _mfma(ws, name)
+  if _MFMA.fullmatch(name): return _mfma(ws, name)
   if name in ("v_accvgpr_read_b32", "v_accvgpr_write_b32"):
     src = w1 & 0x1FF
     read = name == "v_accvgpr_read_b32"
