@@ -3,12 +3,12 @@ pointers, then int32 Variables, through the kernarg segment only. Launch indices
 intrinsics, local memory is an addrspace(3) array, accumulators live in private memory (addrspace(5)). The
 arithmetic, casts and bfloat16 handling are the CPU LLVM renderer's (codegen/llvmir.py)."""
 from __future__ import annotations
-import math, re, struct
+import fractions, math, re, struct
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
 from ir.ops import Ops
 from ir.uop import UOp
-from codegen.llvmir import _Function, _as_float, const_text, imm, ltype, with_scalar
+from codegen.llvmir import _Function, _as_float, _suffix, const_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
 
 GLOBAL, LOCAL, PRIVATE = 1, 3, 5  # AMDGPUUsage.rst "Address Spaces": global, local (LDS), private (scratch)
@@ -19,6 +19,17 @@ SPECIAL_INTRINSICS = {"g": "llvm.amdgcn.workgroup.id", "l": "llvm.amdgcn.workite
 NO_IMPLICIT_INPUTS = ("amdgpu-no-implicitarg-ptr", "amdgpu-no-dispatch-ptr", "amdgpu-no-queue-ptr", "amdgpu-no-dispatch-id",
                       "amdgpu-no-hostcall-ptr", "amdgpu-no-heap-ptr", "amdgpu-no-multigrid-sync-arg", "amdgpu-no-completion-action",
                       "amdgpu-no-default-queue", "amdgpu-no-lds-kernel-id")
+def _pi_over_2_parts() -> tuple[float, float, float]:
+  """pi/2 as three doubles of 33 significant bits each (from its first 58 decimal digits), highest first."""
+  rest = fractions.Fraction("1.570796326794896619231321691639751442098584699687552910487")
+  parts = []
+  for _ in range(3):
+    exp = math.frexp(float(rest))[1] - 33
+    part = fractions.Fraction(round(rest / fractions.Fraction(2) ** exp)) * fractions.Fraction(2) ** exp
+    parts.append(float(part))
+    rest -= part
+  return tuple(parts)
+PI_OVER_2_PARTS = _pi_over_2_parts()
 # 2*pi split in two floats (Cody-Waite) so that sin's argument reduction keeps the low bits
 TWO_PI_HI, TWO_PI_LO = 6.28318548202514648, -1.7484555314695172e-07
 
@@ -91,10 +102,74 @@ class _Kernel(_Function):
 
   def alu(self, u: UOp) -> str:
     dt = _as_float(u.src[0].dtype)
+    if u.op is Ops.SIN and dt.scalar == dtypes.float64: return self.sin_f64(self.ref(u.src[0]), ltype(dt))
     if u.op is Ops.SIN: return self.in_float32(self.ref(u.src[0]), dt, self.sin)
-    if u.op in (Ops.EXP2, Ops.LOG2) and dt.scalar == dtypes.float64:  # AMDGPU has them in single precision only (as NV)
-      return self.in_float32(self.ref(u.src[0]), dt, lambda x, tf: self.intrinsic(u.op.name.lower(), tf, [x]))
+    if u.op is Ops.EXP2 and dt.scalar == dtypes.float64: return self.exp2_f64(self.ref(u.src[0]), ltype(dt))
+    if u.op is Ops.LOG2 and dt.scalar == dtypes.float64: return self.log2_f64(self.ref(u.src[0]), ltype(dt))
     return super().alu(u)
+
+  # ---- double precision exp2 and log2: AMDGPU has them in single precision only, LLVM has no library to call ----
+  def _select(self, cond: str, t: str, a: str, b: str) -> str: return self.op(f"select {with_scalar(t, 'i1')} {cond}, {t} {a}, {t} {b}")
+  def _horner(self, z: str, t: str, coefficients: list[float]) -> str:
+    """c0 + z * (c1 + z * (c2 + ...)), by fused multiply-adds from the highest term."""
+    acc = imm(t, const_text(coefficients[-1], dtypes.float64))
+    for c in reversed(coefficients[:-1]): acc = self.intrinsic("fma", t, [acc, z, imm(t, const_text(c, dtypes.float64))])
+    return acc
+
+  def exp2_f64(self, x: str, t: str) -> str:
+    """2**x = 2**n * 2**f with n = rint(x) and |f| <= 1/2 (f exact): 2**f by its Taylor series (terms (f ln2)^k / k!
+    below 2**-56 after k = 14), scaled by ldexp. x is clamped to +-1100 first, beyond which the result is inf or 0."""
+    ti = with_scalar(t, "i32")
+    big = self._select(self.op(f"fcmp ogt {t} {x}, {imm(t, '1100.0')}"), t, imm(t, "1100.0"), x)  # NaN stays NaN
+    xc = self._select(self.op(f"fcmp olt {t} {big}, {imm(t, '-1100.0')}"), t, imm(t, "-1100.0"), big)
+    n = self.intrinsic("rint", t, [xc])
+    f = self.op(f"fsub {t} {xc}, {n}")
+    poly = self._horner(f, t, [math.log(2) ** k / math.factorial(k) for k in range(15)])
+    return self.ldexp(poly, self.intrinsic("fptosi.sat", t, [n], ret_type=ti), t, ti)
+
+  def log2_f64(self, x: str, t: str) -> str:
+    """x = m * 2**e with m in [sqrt(1/2), sqrt(2)): log2 x = e + 2 atanh(s) / ln 2, s = (m - 1) / (m + 1), |s| < 0.172,
+    atanh by its series (12 terms: the rest is under 2**-60). Zero, negatives, inf and NaN as C's log2."""
+    ti = with_scalar(t, "i32")
+    fname = f"llvm.frexp.{_suffix(t)}.{_suffix(ti)}"
+    self.decls.add(f"declare {{ {t}, {ti} }} @{fname}({t})")
+    parts = self.op(f"call {{ {t}, {ti} }} @{fname}({t} {x})")
+    m, e = self.op(f"extractvalue {{ {t}, {ti} }} {parts}, 0"), self.op(f"extractvalue {{ {t}, {ti} }} {parts}, 1")
+    low = self.op(f"fcmp olt {t} {m}, {imm(t, const_text(math.sqrt(0.5), dtypes.float64))}")
+    m = self._select(low, t, self.op(f"fmul {t} {m}, {imm(t, '2.0')}"), m)
+    borrow = self.op(f"zext {with_scalar(t, 'i1')} {low} to {ti}")
+    e = self.op(f"sub {ti} {e}, {borrow}")
+    one = imm(t, "1.0")
+    s = self.op(f"fdiv {t} {self.op(f'fsub {t} {m}, {one}')}, {self.op(f'fadd {t} {m}, {one}')}")
+    series = self._horner(self.op(f"fmul {t} {s}, {s}"), t, [1 / (2 * k + 1) for k in range(12)])
+    twice_s = self.op(f"fmul {t} {s}, {imm(t, '2.0')}")
+    ln_m = self.op(f"fmul {t} {twice_s}, {series}")
+    out = self.intrinsic("fma", t, [ln_m, imm(t, const_text(1 / math.log(2), dtypes.float64)), self.op(f"sitofp {ti} {e} to {t}")])
+    out = self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0x7FF0000000000000')}"), t, x, out)
+    out = self._select(self.op(f"fcmp olt {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0x7FF8000000000000"), out)
+    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0xFFF0000000000000"), out)
+
+  def sin_f64(self, x: str, t: str) -> str:
+    """x = k pi/2 + r, |r| <= pi/4, with pi/2 in three 33-bit parts (k * part exact for |k| < 2**20, so r keeps its
+    bits up to |x| ~ 1.6e6); then +-sin r or +-cos r by quadrant k mod 4, each by its Taylor series to the r**20 term."""
+    ti = with_scalar(t, "i32")
+    k = self.intrinsic("rint", t, [self.op(f"fmul {t} {x}, {imm(t, const_text(2 / math.pi, dtypes.float64))}")])
+    neg_k, r = self.op(f"fneg {t} {k}"), x
+    for part in PI_OVER_2_PARTS: r = self.intrinsic("fma", t, [neg_k, imm(t, const_text(part, dtypes.float64)), r])
+    z = self.op(f"fmul {t} {r}, {r}")
+    sin_r = self.op(f"fmul {t} {r}, {self._horner(z, t, [(-1) ** j / math.factorial(2 * j + 1) for j in range(10)])}")
+    cos_r = self._horner(z, t, [(-1) ** j / math.factorial(2 * j) for j in range(11)])
+    q = self.op(f"and {ti} {self.intrinsic('fptosi.sat', t, [k], ret_type=ti)}, {imm(ti, '3')}")
+    odd = self.op(f"trunc {ti} {q} to {with_scalar(t, 'i1')}")
+    out = self._select(odd, t, cos_r, sin_r)
+    upper = self.op(f"icmp uge {ti} {q}, {imm(ti, '2')}")
+    out = self._select(upper, t, self.op(f"fneg {t} {out}"), out)
+    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)  # sin(-0.) is -0.
+
+  def ldexp(self, x: str, n: str, t: str, ti: str) -> str:
+    fname = f"llvm.ldexp.{_suffix(t)}.{_suffix(ti)}"
+    self.decls.add(f"declare {t} @{fname}({t}, {ti})")
+    return self.op(f"call {t} @{fname}({t} {x}, {ti} {n})")
 
   def in_float32(self, x: str, dt: DType, fn) -> str:
     """fn(x, float type) computed in float32 for a half, float or double x, and converted back."""
@@ -104,8 +179,8 @@ class _Kernel(_Function):
     return self.op(f"{'fptrunc' if dt.scalar.itemsize < 4 else 'fpext'} {tf} {out} to {t}")
 
   def sin(self, xf: str, tf: str) -> str:
-    """LLVM lowers llvm.sin to the hardware's v_sin, accurate only near zero: take whole turns off first (half and
-    double go through float32, as on NV: AMDGPU has no double-precision sine instruction)."""
+    """LLVM lowers llvm.sin to the hardware's v_sin, accurate only near zero: take whole turns off first (half goes
+    through float32)."""
     turns = self.op(f"fmul {tf} {xf}, {imm(tf, _f32(1 / (2 * math.pi)))}")
     whole = self.intrinsic("rint", tf, [turns])
     neg = self.op(f"fneg {tf} {whole}")

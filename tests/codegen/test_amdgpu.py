@@ -220,3 +220,57 @@ def test_debug7_prints_llvms_listing(capsys):
   with Context(DEBUG=7): AMDGPUCompiler("gfx1201").compile(spec.src)
   out = capsys.readouterr().out
   assert f"{spec.name}:" in out and "s_endpgm" in out and '.amdgcn_target "amdgcn-amd-amdhsa--gfx1201"' in out
+
+def double_function(method: str, t: str = "double", replace: tuple[tuple[str, str], ...] = ()):
+  """The renderer's routine `method` as a host function t(t) (t: double or float), JIT-compiled for this CPU: the same
+  LLVM IR the GPU kernel gets (llvm.sin.f32 here is the host's libm sin, not the GPU's v_sin), run against numpy."""
+  import ctypes
+  import llvmlite.binding as llvm
+  from codegen.amdgpu import _Kernel
+  k = _Kernel("f")
+  out = getattr(k, method)("%x", t)
+  src = "\n".join(sorted(k.decls) + [f"define {t} @f({t} %x) {{", "entry:", *k.lines, f"  ret {t} {out}", "}"])
+  for old, new in replace: src = src.replace(old, new)
+  llvm_compiler._init()
+  mod = llvm.parse_assembly(src)
+  engine = llvm.create_mcjit_compiler(mod, llvm.Target.from_default_triple().create_target_machine())
+  engine.finalize_object()
+  ct = ctypes.c_double if t == "double" else ctypes.c_float
+  fn = ctypes.CFUNCTYPE(ct, ct)(engine.get_function_address("f"))
+  return lambda xs: np.array([fn(float(x)) for x in xs]), engine
+
+SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1.0, 1.0, 2.0])
+
+@pytest.mark.parametrize("method,ref,xs,max_ulp", [
+  ("exp2_f64", np.exp2, np.random.default_rng(2).uniform(-1080, 1030, 2000), 2),
+  ("exp2_f64", np.exp2, np.random.default_rng(3).uniform(-2, 2, 2000), 2),
+  ("log2_f64", np.log2, np.exp(np.random.default_rng(4).uniform(-700, 700, 2000)), 4),
+  ("log2_f64", np.log2, 1 + np.random.default_rng(5).uniform(-1e-3, 1e-3, 2000), 4)])
+def test_double_exp2_and_log2_within_a_few_ulps_of_numpy(method, ref, xs, max_ulp):
+  f, _engine = double_function(method)
+  with np.errstate(all="ignore"):
+    got, want = f(np.concatenate([xs, SPECIALS])), ref(np.concatenate([xs, SPECIALS]))
+  finite = np.isfinite(want) & (want != 0)
+  assert (np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))).max() <= max_ulp
+  np.testing.assert_array_equal(got[~finite], want[~finite])  # inf, 0 and NaN exactly as C's (numpy's) exp2/log2
+
+def test_double_sin_with_its_argument_reduction():
+  f, _engine = double_function("sin_f64")
+  rng = np.random.default_rng(6)
+  xs = np.concatenate([rng.uniform(-10, 10, 2000), rng.uniform(-1e6, 1e6, 2000)])
+  assert np.abs(f(xs) - np.sin(xs)).max() <= 2e-16
+  tiny = rng.uniform(-1e-3, 1e-3, 200)
+  assert (np.abs(f(tiny) - np.sin(tiny)) / np.abs(np.sin(tiny))).max() <= 4e-16
+  got = f(SPECIALS[:5])
+  assert got[0] == 0 and np.signbit(got[1]) and np.isnan(got[2:]).all()
+
+def test_float_sin_reduces_whole_turns_before_the_hardware_sine():
+  xs = np.random.default_rng(7).uniform(-1e5, 1e5, 2000).astype(np.float32)
+  f, _engine = double_function("sin", "float")
+  assert np.abs(f(xs) - np.sin(xs.astype(np.float64))).max() <= 3e-7
+  # what the GPU's v_sin (accurate only near 0) gets: the argument with whole turns taken off, in [-pi, pi]
+  identity = (("@llvm.sin.f32", "@same"), ("declare float @same(float)", "define float @same(float %r) {\n  ret float %r\n}"))
+  reduced, _engine2 = double_function("sin", "float", identity)
+  r = reduced(xs)
+  assert np.abs(r).max() <= np.float32(np.pi) * (1 + 2**-22)
+  assert np.abs(np.sin(r.astype(np.float64)) - np.sin(xs.astype(np.float64))).max() <= 3e-7
