@@ -64,6 +64,12 @@ def fill(patch: UOp | PatchSlot, var_vals: dict[str, Any] | None) -> Any:
   """The value of a patched word for one submit."""
   return patch.resolve(var_vals) if isinstance(patch, PatchSlot) else sym_infer(patch, var_vals or {})
 
+def _wide(v): return v.cast(dtypes.uint64) if isinstance(v, UOp) else v  # a symbolic value may be a narrower int
+def lo32(v):
+  """The low 32 bits of a 64-bit queue word (an int or a UOp)."""
+  return _wide(v) & 0xFFFFFFFF
+def hi32(v): return _wide(v) >> 32
+
 def print_words(device: str, queue: str, words: list[Any]) -> None:
   """DEBUG>=7: the command words a hardware queue submits, one line per submission in the form scripts/decode_pushbuf.py
   reads ("HWQueue NV NVComputeQueue 3 words: 2004c017 ..."); software queues, whose words are Python objects, print nothing."""

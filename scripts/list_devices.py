@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every device tg knows, whether it opens here, and what it is (or why not): NV GPUs with their ids, the kernel
-module's version and the architecture; OpenCL devices; the WebGPU adapter; the host CPU. Runs on the software models
-too: `DEV=MOCK+NV MOCKGPU_COUNT=2 python3 scripts/list_devices.py`."""
+module's version and the architecture; AMD GPUs in KFD's topology; OpenCL devices; the WebGPU adapter; the host CPU. Runs on the software models
+too: `DEV=MOCK+NV MOCKGPU_COUNT=2 python3 scripts/list_devices.py`, `DEV=MOCK+AMD python3 scripts/list_devices.py amd`."""
 from __future__ import annotations
 import argparse, os, sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,6 +36,17 @@ def nv_details(dev) -> list[str]:
     lines.append(f"NV:{i}: {where}; {gpu.arch}, {sms} SMs, compute class {gpu.compute_class:#x}, copy class {gpu.dma_class:#x}, peers {len(gpu.peers)}")
   return lines
 
+def amd_details(dev) -> list[str]:
+  """One line per GPU in KFD's topology, each opened as AMD:i."""
+  from drivers.amd.device import gpu_nodes
+  iface = target_for(parse_targets(DEV.value), "AMD").interface
+  lines = [f"amdkfd {dev.kfd_version[0]}.{dev.kfd_version[1]} ({'MOCK model' if iface == 'MOCK' else 'amdgpu.ko'})"]
+  for i, node in enumerate(gpu_nodes(dev.system)):
+    gpu, why = opened(f"AMD:{i}")
+    where = f"node {node.number}, gpu id {node.gpu_id:#x}, /dev/dri/renderD{node.props['drm_render_minor']} ({node.props.get('vendor_id', 0):04x}:{node.props.get('device_id', 0):04x})"
+    lines.append(f"AMD:{i}: {where}; " + (f"{node.arch}, {node.cus_per_xcc * node.xccs} CUs, {node.props.get('lds_size_in_kb', 0)} KiB LDS" if gpu else f"doesn't open: {why}"))
+  return lines
+
 def cl_details(dev) -> list[str]:
   from drivers import cl
   return [f"CL:{i}: {cl.device_text(dev.cl, d, cl.DEVICE_NAME)} (driver {cl.device_text(dev.cl, d, cl.DRIVER_VERSION)})"
@@ -44,6 +55,7 @@ def cl_details(dev) -> list[str]:
 def details(name: str, dev) -> list[str]:
   """What can be said about an open device beyond its name."""
   if name == "NV": return nv_details(dev)
+  if name == "AMD": return amd_details(dev)
   if name == "CL": return cl_details(dev)
   if name == "WEBGPU": return [f"adapter {dev.name} on {dev.backend}"]
   if name == "PYTHON": return ["the linear program interpreted with numpy"]

@@ -59,3 +59,10 @@ WAIT_RESULT_COMPLETE, WAIT_RESULT_TIMEOUT, WAIT_RESULT_FAIL = 0, 1, 2
 ALLOC_VRAM, ALLOC_GTT, ALLOC_USERPTR, ALLOC_DOORBELL, ALLOC_MMIO_REMAP = 1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4
 ALLOC_WRITABLE, ALLOC_EXECUTABLE, ALLOC_PUBLIC, ALLOC_NO_SUBSTITUTE = 1 << 31, 1 << 30, 1 << 29, 1 << 28
 ALLOC_COHERENT, ALLOC_UNCACHED = 1 << 26, 1 << 25
+
+def call(system, fd: int, name: str, struct: str, **fields):
+  """AMDKFD_IOC_<name> on `fd` with a new `struct kfd_..._args` holding `fields`; the struct as the kernel left it.
+  OSError names the ioctl and the errno."""
+  arg = ffi.new(f"struct {struct} *", fields)
+  system.ioctl(fd, f"AMDKFD_IOC_{name}", IOCTLS[f"AMDKFD_IOC_{name}"], arg)
+  return arg

@@ -3,18 +3,14 @@
 the queue owns and sends the QMD's address to the compute engine; a copy is one copy-engine transfer."""
 from __future__ import annotations
 import numpy as np
-from ir.dtype import dtypes
 from ir.helpers import round_up
 from ir.uop import UOp
-from drivers.hcq import HCQSignal, PatchSlot
+from drivers.hcq import HCQSignal, PatchSlot, hi32, lo32
 from drivers.nv import pushbuf as pb
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 
 MAX_COPY = 1 << 31  # bytes per copy-engine transfer (LINE_LENGTH_IN is 32 bits)
 
-def _wide(v): return v.cast(dtypes.uint64) if isinstance(v, UOp) else v  # a symbolic value may be a narrower int
-def lo32(v): return _wide(v) & 0xFFFFFFFF
-def hi32(v): return _wide(v) >> 32
 class NVQueue(ArgumentQueue):
   channel = "compute"
   def method(self, subchannel: int, offset: int, *data) -> NVQueue:

@@ -1,0 +1,255 @@
+"""AMD: AMD GPUs (RDNA3/RDNA4, CDNA3/CDNA4) driven from userspace over amdkfd. The GPU is found in KFD's topology
+(sysfs); memory is allocated through /dev/kfd at addresses tg reserves, so the CPU and the GPU see a buffer at the
+same virtual address; tg writes PM4 packets to a compute queue and SDMA packets to a copy queue and rings their
+doorbells itself. Kernels are LLVM's AMDGPU code objects, linked by tg. With DEV=MOCK+AMD the same code runs
+against drivers/mock/amd."""
+from __future__ import annotations
+import functools, time
+from dataclasses import dataclass
+import numpy as np
+from ir.dtype import bits_of
+from ir.helpers import round_up
+from ir.switches import DEV, HCQDEV_WAIT_TIMEOUT_MS
+from ir.target import parse_targets, target_for
+from codegen.amdgpu import AMDGPURenderer
+from codegen.amdgpu_compiler import AMDGPUCompiler
+from codegen.amdgpu_elf import read as read_code_object
+from codegen.renderer import ProgramSpec
+from drivers.device import DeviceUnavailable
+from drivers.gpu_memory import ArgumentPool, GPUAllocator, GPUBuffer
+from drivers.hcq import HCQCompiled, HCQProgram, HCQTimeoutError
+from drivers.system import MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, memoryview_at, system_for
+from drivers.amd import kfd, pm4
+from drivers.amd.queues import AMDComputeQueue, AMDCopyQueue
+
+TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
+MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0
+PAGE = 0x1000
+RING_BYTES = 1 << 20
+EOP_BYTES = 0x1000  # the node's eop_buffer_size on gfx9 and newer (kfd_queue.c kfd_queue_ctx_save_restore_size)
+DOORBELL_PAGE = 0x2000
+GPU_CLOCK_MHZ = 100  # RELEASE_MEM's GPU clock counter
+USER_SGPR_KERNARG_PTR = 1 << 3  # kernel_code_properties bits (AMDHSAKernelDescriptor.h)
+USER_SGPRS_UNSUPPLIED = {0: "private segment buffer", 1: "dispatch ptr", 2: "queue ptr", 4: "dispatch id", 5: "flat scratch init"}
+
+def is_missing(e: OSError) -> bool: return e.errno in (2, 6, 19)  # ENOENT, ENXIO, ENODEV
+
+@dataclass(frozen=True)
+class Node:
+  """A GPU in KFD's topology: its node directory number, gpu_id and `properties` (key -> int)."""
+  number: int
+  gpu_id: int
+  props: dict[str, int]
+  @property
+  def gfx_version(self) -> int: return self.props["gfx_target_version"]
+  @property
+  def arch(self) -> str:
+    v = self.gfx_version
+    return f"gfx{v // 10000}{(v // 100) % 100:x}{v % 100:x}"
+  @property
+  def xccs(self) -> int: return max(self.props.get("num_xcc", 1), 1)
+  @property
+  def cus_per_xcc(self) -> int: return self.props["simd_count"] // self.props["simd_per_cu"] // self.xccs
+
+def gpu_nodes(system) -> list[Node]:
+  """The GPU nodes of KFD's topology (gpu_id != 0; node 0 is usually the CPU), in node order."""
+  nodes = []
+  for name in sorted(system.listdir(TOPOLOGY), key=lambda n: int(n) if n.isdigit() else -1):
+    if not name.isdigit(): continue
+    try: gpu_id = int(system.read_text(f"{TOPOLOGY}/{name}/gpu_id").strip() or 0)
+    except OSError: continue
+    if gpu_id == 0: continue
+    props = {k: int(v) for k, v in (line.split() for line in system.read_text(f"{TOPOLOGY}/{name}/properties").splitlines() if line.strip())}
+    nodes.append(Node(int(name), gpu_id, props))
+  return nodes
+
+def cwsr_sizes(node: Node) -> tuple[int, int, int]:
+  """(ctl_stack_size, ctx_save_restore_size, the whole CWSR buffer with the debugger's part, for every XCC) as KFD
+  computes and checks them (amdkfd/kfd_queue.c kfd_queue_ctx_save_restore_size, kfd_queue_acquire_buffers)."""
+  gfxv, p, cus = node.gfx_version, node.props, node.cus_per_xcc
+  vgpr = 0x80000 if gfxv in (90402, 90010, 90008, 90500) else 0x60000 if gfxv in (110000, 110001, 120000, 120001) else 0x40000
+  lds = p["lds_size_in_kb"] << 10 if gfxv == 90500 else 0x10000
+  waves = min(cus * 40, p["array_count"] // p["simd_arrays_per_engine"] * 512) if gfxv < 100100 else cus * 32
+  wg_data = round_up(cus * (vgpr + 0x4000 + lds + 0x1000), PAGE)
+  ctl_stack = round_up(40 + waves * (12 if gfxv >= 100100 else 8) + 8, PAGE)
+  if gfxv // 10000 == 10: ctl_stack = min(ctl_stack, 0x7000)
+  debug = round_up(waves * 32, 64)
+  return ctl_stack, ctl_stack + wg_data, round_up((ctl_stack + wg_data + debug) * node.xccs, PAGE)
+
+class Ring:
+  """A KFD user-mode queue: its ring (host memory the engine reads), the page holding its write and read pointers,
+  and its 64-bit doorbell. PM4 rings count dwords, SDMA rings bytes; a submission never wraps: the ring's tail is
+  filled with NOPs and it goes on at the start."""
+  def __init__(self, dev: AMDDevice, queue_type: int, nop):
+    self.dev, self.nop, self.unit = dev, nop, 4 if queue_type == kfd.QUEUE_TYPE_COMPUTE else 1  # ring bytes per pointer step
+    self.ring = dev.alloc_memory(RING_BYTES, host=True, uncached=True)
+    self.pointers = dev.alloc_memory(PAGE, host=True, uncached=True)  # wptr at 0, rptr at 0x80; each must lie in a one-page mapping
+    self.words = np.frombuffer(memoryview_at(self.ring.cpu, RING_BYTES), dtype=np.uint32)
+    pointers = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
+    self.wptr_mem, self.rptr_mem = pointers[0:1], pointers[16:17]
+    extra = {}
+    if queue_type == kfd.QUEUE_TYPE_COMPUTE:
+      ctl_stack, save_restore, cwsr = cwsr_sizes(dev.node)
+      self.eop, self.cwsr = dev.alloc_memory(EOP_BYTES), dev.alloc_memory(cwsr)
+      extra = dict(eop_buffer_address=self.eop.va, eop_buffer_size=EOP_BYTES, ctx_save_restore_address=self.cwsr.va,
+                   ctx_save_restore_size=save_restore, ctl_stack_size=ctl_stack)
+    args = dev.kfd_call("CREATE_QUEUE", "kfd_ioctl_create_queue_args", ring_base_address=self.ring.va, ring_size=RING_BYTES,
+                        write_pointer_address=self.pointers.va, read_pointer_address=self.pointers.va + 0x80, gpu_id=dev.node.gpu_id,
+                        queue_type=queue_type, queue_percentage=kfd.MAX_QUEUE_PERCENTAGE, queue_priority=7, **extra)
+    self.queue_id = args.queue_id
+    self.doorbell = dev.doorbell_at(args.doorbell_offset)
+    self.wptr = 0  # in pointer steps, never wrapping
+
+  @property
+  def rptr(self) -> int: return int(self.rptr_mem[0])
+
+  def submit(self, words: list[int]) -> None:
+    steps_per_dword, ring_steps = 4 // self.unit, RING_BYTES // self.unit
+    n = len(words) * steps_per_dword
+    if n >= ring_steps // 2: raise ValueError(f"{len(words)} command dwords don't fit a {RING_BYTES}-byte ring")
+    at = self.wptr % ring_steps
+    pad = ring_steps - at if at + n > ring_steps else 0
+    self.wait_for_room(pad + n, ring_steps)
+    if pad:
+      filler = self.nop(pad // steps_per_dword)
+      self.words[at // steps_per_dword:] = filler
+      self.wptr, at = self.wptr + pad, 0
+    self.words[at // steps_per_dword:at // steps_per_dword + len(words)] = words
+    self.wptr += n
+    self.wptr_mem[0] = self.wptr
+    self.doorbell[0] = self.wptr
+
+  def wait_for_room(self, steps: int, ring_steps: int) -> None:
+    deadline = time.perf_counter() + HCQDEV_WAIT_TIMEOUT_MS.value / 1000
+    while (self.wptr - self.rptr) % ring_steps + steps >= ring_steps:  # the read pointer may count on or wrap: compare modulo
+      if (err := self.dev.check_faults()) is not None or time.perf_counter() > deadline:
+        raise HCQTimeoutError(err or f"{self.dev.device}: queue {self.queue_id} stays full (read pointer {self.rptr}, write pointer {self.wptr})")
+      time.sleep(50e-6)
+
+class AMDProgram(HCQProgram):
+  """A kernel of a linked code object: the image in video memory, and the compute registers from its descriptor."""
+  def __init__(self, dev: AMDDevice, name: str, lib: bytes, spec: ProgramSpec):
+    super().__init__(dev, name)
+    code = read_code_object(lib)
+    if name not in code.kernels: raise RuntimeError(f"the code object has no kernel {name!r} (it has {', '.join(code.kernels)})")
+    self.kernel = kernel = code.kernels[name]
+    kd = kernel.descriptor
+    if unsupplied := [what for bit, what in USER_SGPRS_UNSUPPLIED.items() if kd.kernel_code_properties >> bit & 1]:
+      raise RuntimeError(f"{name}: the kernel wants {', '.join(unsupplied)} in user SGPRs; tg supplies only the kernarg pointer")
+    if not kd.kernel_code_properties & USER_SGPR_KERNARG_PTR and kernel.args:
+      raise RuntimeError(f"{name}: the kernel takes {len(kernel.args)} arguments but no kernarg pointer")
+    if kd.private_segment_fixed_size: dev.ensure_scratch(kd.private_segment_fixed_size)
+    self.image = dev.alloc_memory(round_up(len(code.image), PAGE))
+    dev.allocator.copyin(self.image, memoryview(code.image + bytes(self.image.size - len(code.image))))
+    self.code_va = self.image.va + kernel.kd_offset + kd.kernel_code_entry_byte_offset
+    if self.code_va % 256: raise RuntimeError(f"{name}: code at {self.code_va:#x} is not 256-byte aligned, as COMPUTE_PGM_LO needs")
+    lds = kd.group_segment_fixed_size
+    if lds > dev.node.props.get("lds_size_in_kb", 64) * 1024: raise RuntimeError(f"{name}: {lds} bytes of LDS per workgroup; the GPU has {dev.node.props.get('lds_size_in_kb', 64)} KiB")
+    self.rsrc1, self.rsrc2, self.rsrc3 = kd.rsrc1, kd.rsrc2 | (round_up(lds, 512) // 512) << 15, kd.rsrc3  # LDS_SIZE in 512-byte granules
+    self.wave32 = bool(kd.kernel_code_properties >> 10 & 1)
+    self.var_dtypes = [v.dtype for v in spec.vars]
+    if len(kernel.args) != len(spec.globals) + len(spec.vars):
+      raise RuntimeError(f"{name}: the code object declares {len(kernel.args)} arguments, tg passes {len(spec.globals) + len(spec.vars)}")
+  def execute(self, args, global_size, local_size) -> None: raise RuntimeError("AMD kernels run through the compute queue")
+  def kernel_args(self, bufs: tuple, vals: tuple) -> list: return [*bufs, *(bits_of(v, dt) for v, dt in zip(vals, self.var_dtypes))]
+
+class AMDDevice(HCQCompiled):
+  timestamp_ticks_per_us = GPU_CLOCK_MHZ
+  def __init__(self, device: str):
+    target = target_for(parse_targets(DEV.value), "AMD")
+    if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
+    self.system = system_for(target.interface)
+    index = int(device.split(":")[1]) if ":" in device else 0
+    try: self.kfd = self.system.open("/dev/kfd")
+    except OSError as e:
+      if is_missing(e): raise DeviceUnavailable(f"AMD unavailable: no amdkfd ({e.strerror})") from None
+      raise
+    nodes = gpu_nodes(self.system)
+    if index >= len(nodes): raise DeviceUnavailable(f"AMD unavailable: {device} asked for, KFD's topology has {len(nodes)} GPU(s)")
+    self.node = nodes[index]
+    self.arch, self.gfx = self.node.arch, self.node.gfx_version // 10000
+    if target.arch and target.arch != self.arch: raise ValueError(f"DEV asks for {target.arch}, but {device} is a {self.arch}")
+    self.render = self.system.open(f"/dev/dri/renderD{self.node.props['drm_render_minor']}")
+    version = self.kfd_call("GET_VERSION", "kfd_ioctl_get_version_args")
+    self.kfd_version = (version.major_version, version.minor_version)
+    self.kfd_call("ACQUIRE_VM", "kfd_ioctl_acquire_vm_args", drm_fd=self.render, gpu_id=self.node.gpu_id)
+    self.doorbells: dict[int, np.ndarray] = {}
+    self.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
+    self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number,
+                                       event_page_offset=self.event_page.handle if i == 0 else 0).event_id
+                         for i, kind in enumerate((kfd.EVENT_MEMORY, kfd.EVENT_HW_EXCEPTION))]
+    self.scratch: GPUBuffer | None = None
+    self.tmpring_size, self.scratch_base, self.scratch_per_lane = 0, (0, 0), 0
+    self.signal_memory = self.alloc_memory(0x10000, host=True, uncached=True)
+    self.arguments = ArgumentPool(self)
+    self.rings = {"compute": Ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": Ring(self, kfd.QUEUE_TYPE_SDMA, _sdma_nop)}
+    super().__init__(device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
+                     functools.partial(AMDComputeQueue, self.gfx), functools.partial(AMDCopyQueue, self.gfx),
+                     signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+
+  def kfd_call(self, name: str, struct: str, **fields): return kfd.call(self.system, self.kfd, name, struct, **fields)
+
+  def doorbell_at(self, offset: int) -> np.ndarray:
+    """The 64-bit doorbell at KFD's mmap offset `offset` (the doorbell page is mapped once)."""
+    page = offset & ~(DOORBELL_PAGE - 1)
+    if page not in self.doorbells:
+      cpu = self.system.mmap(0, DOORBELL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, self.kfd, page)
+      self.doorbells[page] = np.frombuffer(memoryview_at(cpu, DOORBELL_PAGE), dtype=np.uint64)
+    return self.doorbells[page][(offset - page) // 8:][:1]
+
+  # ---- memory ----
+  def alloc_memory(self, size: int, host: bool = False, uncached: bool = False) -> GPUBuffer:
+    """`size` bytes of video memory (host=False) or system memory the CPU maps too (host=True; `uncached` for what
+    the CPU and the GPU both poll: rings, signals), at one virtual address for both."""
+    size = round_up(max(size, 1), PAGE)
+    flags = kfd.ALLOC_WRITABLE | kfd.ALLOC_EXECUTABLE | kfd.ALLOC_NO_SUBSTITUTE
+    flags |= (kfd.ALLOC_GTT | (kfd.ALLOC_COHERENT | kfd.ALLOC_UNCACHED if uncached else 0)) if host else kfd.ALLOC_VRAM
+    va = self.system.mmap(0, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)  # the address, reserved
+    try: args = self.kfd_call("ALLOC_MEMORY_OF_GPU", "kfd_ioctl_alloc_memory_of_gpu_args", va_addr=va, size=size, gpu_id=self.node.gpu_id, flags=flags)
+    except OSError as e:
+      self.system.munmap(va, size)
+      if e.errno == 12: raise MemoryError(f"AMD: out of {'system' if host else 'video'} memory for {size} bytes") from None
+      raise
+    buf = GPUBuffer(va, size, handle=args.handle, host=host)
+    if host:
+      buf.cpu = self.system.mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, self.render, args.mmap_offset)
+      if buf.cpu != va: raise RuntimeError(f"the CPU mapping of GPU memory at {va:#x} landed at {buf.cpu:#x}")
+    gpus = np.array([self.node.gpu_id], dtype=np.uint32)
+    mapped = self.kfd_call("MAP_MEMORY_TO_GPU", "kfd_ioctl_map_memory_to_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
+    if mapped.n_success != 1: raise RuntimeError(f"AMD: memory at {va:#x} mapped on {mapped.n_success} of 1 GPU")
+    return buf
+
+  def free_memory(self, buf: GPUBuffer) -> None:
+    gpus = np.array([self.node.gpu_id], dtype=np.uint32)
+    self.kfd_call("UNMAP_MEMORY_FROM_GPU", "kfd_ioctl_unmap_memory_from_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
+    self.kfd_call("FREE_MEMORY_OF_GPU", "kfd_ioctl_free_memory_of_gpu_args", handle=buf.handle)
+    self.system.munmap(buf.va, buf.size)
+
+  def ensure_scratch(self, per_lane: int) -> None:
+    """Scratch (private memory) for `per_lane` bytes on every wave slot of the GPU: COMPUTE_TMPRING_SIZE's WAVESIZE
+    counts 256-byte units on gfx10+ and 1 KiB on gfx9."""
+    per_lane = round_up(per_lane, 16 if self.gfx < 10 else 4)
+    if per_lane <= self.scratch_per_lane: return
+    unit = 1024 if self.gfx < 10 else 256
+    wave_bytes = round_up(per_lane * 64, unit)  # sized for the wider wave either way
+    waves = self.node.cus_per_xcc * self.node.props.get("max_waves_per_simd", 16) * self.node.props.get("simd_per_cu", 2)
+    self.synchronize()
+    if self.scratch is not None: self.free_memory(self.scratch)
+    self.scratch = self.alloc_memory(wave_bytes * waves * self.node.xccs)
+    self.scratch_per_lane = per_lane
+    self.tmpring_size = min(waves, 0xFFF) | (wave_bytes // unit) << 12
+    self.scratch_base = (self.scratch.va >> 8 & 0xFFFFFFFF, self.scratch.va >> 40)
+
+  # ---- faults ----
+  def check_faults(self) -> str | None:
+    """A memory or hardware exception KFD reported for this process (asked without waiting)."""
+    events = kfd.ffi.new("struct kfd_event_data[]", [{"event_id": e} for e in self.fault_events])
+    args = self.kfd_call("WAIT_EVENTS", "kfd_ioctl_wait_events_args", events_ptr=int(kfd.ffi.cast("uintptr_t", events)),
+                         num_events=len(self.fault_events), wait_for_all=0, timeout=0)
+    if args.wait_result != kfd.WAIT_RESULT_COMPLETE: return None
+    memory, hw = events[0].memory_exception_data, events[1].hw_exception_data
+    if memory.gpu_id: return f"{self.device}: GPU memory fault at {memory.va:#x}{' (page not present)' if memory.failure.NotPresent else ''}{' (write to a read-only page)' if memory.failure.ReadOnly else ''}"
+    if hw.gpu_id: return f"{self.device}: GPU hardware exception (reset type {hw.reset_type}, cause {hw.reset_cause})"
+    return None
+
+def _sdma_nop(dwords: int) -> list[int]: return [0] * dwords  # SDMA's NOP packet is one zero dword
