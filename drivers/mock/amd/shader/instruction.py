@@ -2,6 +2,7 @@
 machine words with its architecture's tables and the executor runs the result, so only decoders know encodings."""
 from __future__ import annotations
 from dataclasses import dataclass, field
+from drivers.mock.amd.shader.dispatch import ShaderFault
 
 @dataclass(frozen=True)
 class Operand:
@@ -13,12 +14,14 @@ class Operand:
   "int": an inline integer constant `value` (-16..64);
   "float": an inline float constant `value` (0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 0.15915494...): its bits
       depend on the operand's type (f16/f32/f64), which only the instruction knows;
-  "literal": the 32-bit literal word that followed the instruction, `value` (its bits)."""
+  "literal": the 32-bit literal word that followed the instruction, `value` (its bits).
+  `hi`: a 16-bit operand held in the upper half of its VGPR (RDNA3 true16 operands, printed v0.h)."""
   kind: str
   index: int = 0
   value: int | float = 0
+  hi: bool = False
   def __repr__(self) -> str:
-    if self.kind in ("s", "v", "ttmp", "acc"): return f"{self.kind}{self.index}"
+    if self.kind in ("s", "v", "ttmp", "acc"): return f"{self.kind}{self.index}" + (".h" if self.hi else "")
     if self.kind in ("int", "float"): return str(self.value)
     if self.kind == "literal": return f"{self.value:#x}"
     return self.kind
@@ -38,5 +41,5 @@ class Instruction:
   fields: dict = field(default_factory=dict, compare=False)
   text: str = ""
 
-class UnknownInstruction(Exception):
+class UnknownInstruction(ShaderFault):
   """Machine words a decoder has no entry for; the message names the encoding, the opcode and the address."""

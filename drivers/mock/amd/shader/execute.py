@@ -1,0 +1,169 @@
+"""The shader core: runs every wave of a dispatch from its initial state to s_endpgm. Workgroups are taken in batches
+whose waves run in lockstep: each step, the waves at the lowest PC execute that instruction together (vector state
+is one numpy column per lane); s_barrier holds a wave until every live wave of its workgroup arrives. Instructions
+are decoded once per dispatch (cached by address) and executed by mnemonic (scalar_ops, vector_ops, memory_ops), so
+another architecture's decoder can reuse the executor."""
+from __future__ import annotations
+import numpy as np
+from drivers.mock.amd.shader import rdna3
+from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
+from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
+from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
+from drivers.mock.amd.shader.scalar_ops import OPS as SCALAR_OPS
+from drivers.mock.amd.shader.vector_ops import OPS as VECTOR_OPS
+from drivers.mock.amd.shader.wave_state import EXEC, Group, WaveState
+
+OPS = {**SCALAR_OPS, **VECTOR_OPS, **MEMORY_OPS}
+RUNNING, AT_BARRIER, DONE = 0, 1, 2
+# instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
+_NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
+  "s_waitcnt_depctr", "s_nop", "s_delay_alu", "s_clause", "s_sendmsg", "s_set_inst_prefetch_distance", "s_sleep",
+  "s_setprio", "s_icache_inv", "s_dcache_inv", "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle", "s_wakeup", "s_round_mode", "s_version",
+  "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm"})
+_BRANCH = {"s_cbranch_scc0": lambda st, wv: ~st.scc[wv], "s_cbranch_scc1": lambda st, wv: st.scc[wv],
+           "s_cbranch_vccz": lambda st, wv: _mask_zero(st, wv, 106), "s_cbranch_vccnz": lambda st, wv: ~_mask_zero(st, wv, 106),
+           "s_cbranch_execz": lambda st, wv: _mask_zero(st, wv, EXEC), "s_cbranch_execnz": lambda st, wv: ~_mask_zero(st, wv, EXEC)}
+
+def _mask_zero(st: WaveState, wv, code: int) -> np.ndarray:
+  z = st.S[code, wv] == 0
+  return z & (st.S[code + 1, wv] == 0) if st.L == 64 else z
+
+def decoder_for(arch: str):
+  """The decode function of an architecture's encodings."""
+  if arch.startswith("gfx11"): return rdna3.decode
+  raise ShaderFault(f"no instruction decoder for {arch}")
+
+class _Program:
+  """Instructions fetched through GPU memory, decoded once per address."""
+  def __init__(self, memory: GPUMemory, decode, wave64: bool):
+    self.memory, self.decode, self.wave64, self.cache = memory, decode, wave64, {}
+  def at(self, pc: int) -> Instruction:
+    ins = self.cache.get(pc)
+    if ins is None:
+      buf, base = self.memory.span(pc, pc + 4)
+      try: ins = self.decode(buf, pc - base, self.wave64)
+      except UnknownInstruction as e: raise UnknownInstruction(f"{e} (address {pc:#x})", pc) from None
+      self.cache[pc] = ins
+    return ins
+
+def run(dispatch: Dispatch, memory: GPUMemory, step_limit: int = 1_000_000, batch_lanes: int = 16384) -> None:
+  """Run every workgroup of the dispatch; ShaderFault on a bad access, an unknown instruction or a hang (a wave
+  executing more than step_limit instructions)."""
+  L = 32 if dispatch.wave32 else 64
+  threads = dispatch.group_size[0] * dispatch.group_size[1] * dispatch.group_size[2]
+  waves_per_group = -(-threads // L)
+  gx, gy, gz = dispatch.groups
+  ids = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+  per_batch = max(1, batch_lanes // (waves_per_group * L))
+  program = _Program(memory, decoder_for(dispatch.arch), L == 64)
+  with np.errstate(all="ignore"):
+    for start in range(0, len(ids), per_batch):
+      _Batch(dispatch, memory, program, ids[start:start + per_batch], L, waves_per_group, step_limit).run()
+
+class _Batch:
+  def __init__(self, d: Dispatch, memory: GPUMemory, program: _Program, groups: list, L: int, wpg: int, step_limit: int):
+    self.d, self.program, self.L, self.wpg, self.step_limit = d, program, L, wpg, step_limit
+    nw = len(groups) * wpg
+    granule = 8 if L == 32 else 4  # VGPR allocation granule in RSRC1[5:0] (gfx10+ wave32 8, wave64 4)
+    self.st = st = WaveState(nw, L, min(256, ((d.rsrc1 & 0x3F) + 1) * granule))
+    st.memory = memory
+    self._modes(d.rsrc1)
+    st.lds_bytes = d.lds_bytes
+    st.lds = np.zeros(len(groups) * d.lds_bytes, np.uint8)
+    st.lane_group = np.repeat(np.arange(len(groups)), wpg * L)
+    st.scratch_lane_bytes = d.scratch_wave_bytes // L
+    st.scratch = ArrayMemory(np.zeros(nw * L * st.scratch_lane_bytes, np.uint8))
+    self.group_of_wave = np.repeat(np.arange(len(groups)), wpg)
+    self._initial_state(groups)
+    self.pc = np.full(nw, d.code_va, np.int64)
+    self.state = np.full(nw, RUNNING, np.int8)
+    self.steps = np.zeros(nw, np.int64)
+
+  def _modes(self, rsrc1: int) -> None:
+    """FLOAT_DENORM_MODE_32 [17:16], FLOAT_DENORM_MODE_16_64 [19:18], IEEE_MODE [23] (COMPUTE_PGM_RSRC1, gc_11_0_0_sh_mask.h)."""
+    self.st.denorm32 = (rsrc1 >> 16 & 3) == 3
+    self.st.denorm16_64 = (rsrc1 >> 18 & 3) == 3
+    self.st.ieee = bool(rsrc1 >> 23 & 1)
+
+  def _initial_state(self, groups: list) -> None:
+    """AMDGPUUsage.rst "Initial Kernel Execution State": user SGPRs, then the enabled workgroup ids; v0 holds the
+    packed work-item ids X[9:0] Y[19:10] Z[29:20]; EXEC covers the lanes that hold a work-item."""
+    st, d, L = self.st, self.d, self.L
+    n_user = d.rsrc2 >> 1 & 0x1F
+    user = list(d.user_data[:n_user]) + [0] * (n_user - len(d.user_data[:n_user]))
+    st.S[:n_user, :] = np.array(user, np.uint32)[:, None]
+    ids = np.array(groups, np.uint32)[self.group_of_wave]
+    nxt = n_user
+    for axis, bit in enumerate((7, 8, 9)):  # COMPUTE_PGM_RSRC2 TGID_X_EN/TGID_Y_EN/TGID_Z_EN
+      if d.rsrc2 >> bit & 1:
+        st.S[nxt] = ids[:, axis]
+        nxt += 1
+    X, Y, _ = d.group_size
+    t = np.tile(np.arange(self.wpg * L), len(groups))
+    st.V[0] = ((t % X) | ((t // X) % Y) << 10 | (t // (X * Y)) << 20).astype(np.uint32)
+    live = (t < X * Y * self.d.group_size[2]).reshape(-1, L)
+    bits = np.packbits(live, axis=1, bitorder="little")
+    if L == 32: st.S[EXEC] = bits.view("<u4").ravel()
+    else:
+      both = bits.view("<u8").ravel()
+      st.S[EXEC], st.S[EXEC + 1] = (both & 0xFFFFFFFF).astype(np.uint32), (both >> np.uint64(32)).astype(np.uint32)
+    st.refresh_exec(slice(None))
+
+  def run(self) -> None:
+    st, L = self.st, self.L
+    lanes = np.arange(L)
+    count = 0
+    while True:
+      live = self.state == RUNNING
+      if not live.any():
+        if (self.state == AT_BARRIER).any(): raise ShaderFault("waves wait at s_barrier that their workgroup can never reach")
+        return
+      pcs = np.where(live, self.pc, np.iinfo(np.int64).max)
+      pc = int(pcs.min())
+      sel = pcs == pc
+      if sel.all(): wv, ln, nw = slice(None), slice(None), st.nw
+      else:
+        wv = np.flatnonzero(sel)
+        ln, nw = (wv[:, None] * L + lanes).ravel(), wv.size
+      g = Group(wv, ln, nw, st.exec[ln])
+      ins = self.program.at(pc)
+      self._execute(g, ins, pc)
+      count += 1
+      self.steps[wv] += 1
+      if count % 256 == 0 and self.steps.max() > self.step_limit:
+        w = int(np.argmax(self.steps))
+        raise ShaderFault(f"wave {w} executed more than {self.step_limit} instructions without s_endpgm (hang at pc {int(self.pc[w]):#x})", int(self.pc[w]))
+
+  def _execute(self, g: Group, ins: Instruction, pc: int) -> None:
+    name, st = ins.name, self.st
+    nxt = pc + ins.size
+    if name in _NO_EFFECT: pass
+    elif name == "s_endpgm": self.state[g.wv] = DONE; self._release(); return
+    elif name == "s_barrier": self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return
+    elif name == "s_branch": nxt = pc + 4 + 4 * rdna3._sext(ins.fields["simm16"], 16)
+    elif name in _BRANCH:
+      target = pc + 4 + 4 * rdna3._sext(ins.fields["simm16"], 16)
+      self.pc[g.wv] = np.where(_BRANCH[name](st, g.wv), target, nxt)
+      return
+    elif name in ("s_getpc_b64", "s_swappc_b64", "s_setpc_b64"): nxt = self._pc_ops(g, ins, nxt)
+    elif name == "s_denorm_mode":
+      st.denorm32, st.denorm16_64 = (ins.fields["simm16"] & 3) == 3, (ins.fields["simm16"] >> 2 & 3) == 3
+    elif name in ("s_trap", "s_code_end", "s_sethalt"):
+      raise ShaderFault(f"{name} executed at address {pc:#x}", pc)
+    elif name in OPS: OPS[name](st, g, ins)
+    else: raise UnknownInstruction(f"{ins.encoding} {name} at address {pc:#x} has no semantics in the model", pc)
+    self.pc[g.wv] = nxt
+
+  def _pc_ops(self, g: Group, ins: Instruction, nxt: int):
+    st = self.st
+    if ins.name in ("s_getpc_b64", "s_swappc_b64"): st.swrite_op(g, ins.fields["sdst"], np.full(g.nw, nxt, np.uint64), 2)
+    if ins.name == "s_getpc_b64": return nxt
+    target = np.broadcast_to(st.sread(g, ins.fields["ssrc0"], 2), (g.nw,)).astype(np.int64)
+    return target
+
+  def _release(self) -> None:
+    """Let a workgroup's waves past s_barrier once none of its waves is still running."""
+    if not (self.state == AT_BARRIER).any(): return
+    running = np.bincount(self.group_of_wave[self.state == RUNNING], minlength=self.group_of_wave.max() + 1)
+    free = (self.state == AT_BARRIER) & (running[self.group_of_wave] == 0)
+    self.state[free] = RUNNING

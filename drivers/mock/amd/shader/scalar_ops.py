@@ -1,0 +1,199 @@
+"""Semantics of the scalar ALU (SOP1, SOP2, SOPC, SOPK) per the RDNA3 ISA guide chapter 16 pseudocode: each op reads
+its sources per wave, writes its destination and SCC. Keyed by mnemonic; `OPS[name](state, group, instruction)`."""
+from __future__ import annotations
+import numpy as np
+from drivers.mock.amd.shader.instruction import Instruction, Operand
+from drivers.mock.amd.shader.operand_widths import widths
+from drivers.mock.amd.shader.wave_state import Group, WaveState
+
+M32, M64 = np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+OPS: dict = {}
+
+def _u64(x) -> np.ndarray: return np.asarray(x).astype(np.uint64)
+def _i64(x, bits: int) -> np.ndarray:
+  """Sign-extend the low `bits` of x to int64."""
+  v = _u64(x) & np.uint64((1 << bits) - 1)
+  return (v.astype(np.int64) ^ (1 << (bits - 1))) - (1 << (bits - 1)) if bits < 64 else v.view(np.int64)
+
+def _binary(name: str, fn, scc=None) -> None:
+  """dst = fn(a, b) at the op's width; scc(a, b, result) -> bool per wave when the op writes SCC."""
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    wd = widths(name)
+    a, b = _u64(st.sread(g, ins.fields["ssrc0"], wd[1])), _u64(st.sread(g, ins.fields["ssrc1"], wd[2]))
+    r = fn(a, b)
+    mask = M64 if wd[0] == 2 else M32
+    if scc is not None: st.scc[g.wv] = np.broadcast_to(scc(a, b, r), (g.nw,))
+    st.swrite_op(g, ins.fields["sdst"], np.broadcast_to(_u64(r) & mask, (g.nw,)), wd[0])
+  OPS[name] = op
+
+def _unary(name: str, fn, scc=None) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    wd = widths(name)
+    a = _u64(st.sread(g, ins.fields["ssrc0"], wd[1]))
+    r = fn(a)
+    if scc is not None: st.scc[g.wv] = np.broadcast_to(scc(a, r), (g.nw,))
+    st.swrite_op(g, ins.fields["sdst"], np.broadcast_to(_u64(r) & (M64 if wd[0] == 2 else M32), (g.nw,)), wd[0])
+  OPS[name] = op
+
+_nz = lambda a, b, r: r != 0
+for w, m in (("b32", M32), ("b64", M64)):
+  _binary(f"s_and_{w}", lambda a, b: a & b, _nz)
+  _binary(f"s_or_{w}", lambda a, b: a | b, _nz)
+  _binary(f"s_xor_{w}", lambda a, b: a ^ b, _nz)
+  _binary(f"s_nand_{w}", lambda a, b, m=m: ~(a & b) & m, _nz)
+  _binary(f"s_nor_{w}", lambda a, b, m=m: ~(a | b) & m, _nz)
+  _binary(f"s_xnor_{w}", lambda a, b, m=m: ~(a ^ b) & m, _nz)
+  _binary(f"s_and_not1_{w}", lambda a, b, m=m: a & ~b & m, _nz)
+  _binary(f"s_or_not1_{w}", lambda a, b, m=m: (a | ~b) & m, _nz)
+  _unary(f"s_not_{w}", lambda a, m=m: ~a & m, lambda a, r: r != 0)
+  _unary(f"s_mov_{w}", lambda a: a)
+_binary("s_add_u32", lambda a, b: a + b, lambda a, b, r: r > M32)
+_binary("s_sub_u32", lambda a, b: (a - b) & M32, lambda a, b, r: b > a)
+_binary("s_add_i32", lambda a, b: a + b, lambda a, b, r: ((_i64(a, 32) + _i64(b, 32)) != _i64(r, 32)))
+_binary("s_sub_i32", lambda a, b: (a - b) & M32, lambda a, b, r: ((_i64(a, 32) - _i64(b, 32)) != _i64(r, 32)))
+_binary("s_min_i32", lambda a, b: np.where(_i64(a, 32) < _i64(b, 32), a, b), lambda a, b, r: _i64(a, 32) < _i64(b, 32))
+_binary("s_max_i32", lambda a, b: np.where(_i64(a, 32) >= _i64(b, 32), a, b), lambda a, b, r: _i64(a, 32) >= _i64(b, 32))
+_binary("s_min_u32", lambda a, b: np.minimum(a, b), lambda a, b, r: a < b)
+_binary("s_max_u32", lambda a, b: np.maximum(a, b), lambda a, b, r: a >= b)
+_binary("s_lshl_b32", lambda a, b: (a << (b & np.uint64(31))) & M32, _nz)
+_binary("s_lshl_b64", lambda a, b: (a << (b & np.uint64(63))) & M64, _nz)
+_binary("s_lshr_b32", lambda a, b: a >> (b & np.uint64(31)), _nz)
+_binary("s_lshr_b64", lambda a, b: a >> (b & np.uint64(63)), _nz)
+_binary("s_ashr_i32", lambda a, b: _u64(_i64(a, 32) >> (b & np.uint64(31)).astype(np.int64)) & M32, _nz)
+_binary("s_ashr_i64", lambda a, b: _u64(_i64(a, 64) >> (b & np.uint64(63)).astype(np.int64)), _nz)
+for k in (1, 2, 3, 4): _binary(f"s_lshl{k}_add_u32", lambda a, b, k=k: ((a << np.uint64(k)) & M32) + b, lambda a, b, r: r > M32)
+_binary("s_mul_i32", lambda a, b: a * b & M32)
+_binary("s_mul_hi_u32", lambda a, b: (a * b) >> np.uint64(32))
+_binary("s_mul_hi_i32", lambda a, b: _u64((_i64(a, 32) * _i64(b, 32)) >> 32) & M32)
+_binary("s_absdiff_i32", lambda a, b: _u64(np.abs(_i64(a, 32) - _i64(b, 32))) & M32, _nz)
+_binary("s_bfm_b32", lambda a, b: ((np.uint64(1) << (a & np.uint64(31))) - np.uint64(1)) << (b & np.uint64(31)) & M32)
+_binary("s_bfe_u32", lambda a, b: (a >> (b & np.uint64(31))) & ((np.uint64(1) << ((b >> np.uint64(16)) & np.uint64(127))) - np.uint64(1)), _nz)
+_binary("s_bfe_u64", lambda a, b: (a >> (b & np.uint64(63))) & ((np.uint64(1) << np.minimum((b >> np.uint64(16)) & np.uint64(127), np.uint64(63))) - np.uint64(1)), _nz)
+def _bfe_i32(a, b):
+  width = _i64((b >> np.uint64(16)) & np.uint64(127), 64)
+  field = _i64(a, 32) >> _i64(b & np.uint64(31), 64)
+  return _u64(np.where(width == 0, 0, (field << (64 - width)) >> (64 - np.maximum(width, 1)))) & M32
+_binary("s_bfe_i32", _bfe_i32, _nz)
+_binary("s_pack_ll_b32_b16", lambda a, b: (a & np.uint64(0xFFFF)) | (b & np.uint64(0xFFFF)) << np.uint64(16))
+_binary("s_pack_lh_b32_b16", lambda a, b: (a & np.uint64(0xFFFF)) | (b & np.uint64(0xFFFF0000)))
+_binary("s_pack_hh_b32_b16", lambda a, b: (a >> np.uint64(16)) | (b & np.uint64(0xFFFF0000)))
+_binary("s_pack_hl_b32_b16", lambda a, b: (a >> np.uint64(16)) | (b & np.uint64(0xFFFF)) << np.uint64(16))
+_unary("s_abs_i32", lambda a: _u64(np.abs(_i64(a, 32))) & M32, lambda a, r: r != 0)
+_unary("s_sext_i32_i8", lambda a: _u64(_i64(a, 8)) & M32)
+_unary("s_sext_i32_i16", lambda a: _u64(_i64(a, 16)) & M32)
+_unary("s_bcnt1_i32_b32", lambda a: _popcount(a), lambda a, r: r != 0)
+_unary("s_bcnt1_i32_b64", lambda a: _popcount(a), lambda a, r: r != 0)
+_unary("s_bcnt0_i32_b32", lambda a: 32 - _popcount(a), lambda a, r: r != 0)
+_unary("s_brev_b32", lambda a: _u64([int(f"{int(x):032b}"[::-1], 2) for x in np.atleast_1d(a)]))
+_unary("s_ctz_i32_b32", lambda a: _first_bit(a, 32, low=True))
+_unary("s_ctz_i32_b64", lambda a: _first_bit(a, 64, low=True))
+_unary("s_clz_i32_u32", lambda a: _first_bit(a, 32, low=False))
+_unary("s_clz_i32_u64", lambda a: _first_bit(a, 64, low=False))
+
+def _popcount(a) -> np.ndarray: return _u64([bin(int(x)).count("1") for x in np.atleast_1d(a)])
+
+def _first_bit(a, bits: int, low: bool) -> np.ndarray:
+  """Index of the lowest set bit (ctz) or leading zeros (clz); -1 (all ones) when there is none."""
+  out = []
+  for x in np.atleast_1d(a):
+    x = int(x)
+    if x == 0: out.append(0xFFFFFFFF)
+    else: out.append((x & -x).bit_length() - 1 if low else bits - x.bit_length())
+  return _u64(out)
+
+def _cselect(name: str, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    a, b = st.sread(g, ins.fields["ssrc0"], regs), st.sread(g, ins.fields["ssrc1"], regs)
+    st.swrite_op(g, ins.fields["sdst"], np.where(st.scc[g.wv], a, b), regs)
+  OPS[name] = op
+_cselect("s_cselect_b32", 1)
+_cselect("s_cselect_b64", 2)
+
+def _cmov(name: str, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    new, old = st.sread(g, ins.fields["ssrc0"], regs), st.sread(g, ins.fields["sdst"], regs)
+    st.swrite_op(g, ins.fields["sdst"], np.where(st.scc[g.wv], new, old), regs)
+  OPS[name] = op
+_cmov("s_cmov_b32", 1)
+_cmov("s_cmov_b64", 2)
+
+def _carry(name: str, sub: bool) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    a, b = _u64(st.sread(g, ins.fields["ssrc0"])), _u64(st.sread(g, ins.fields["ssrc1"]))
+    c = st.scc[g.wv].astype(np.uint64)
+    r = (a - b - c) if sub else (a + b + c)
+    st.scc[g.wv] = (b + c > a) if sub else (r > M32)
+    st.swrite_op(g, ins.fields["sdst"], np.broadcast_to(r & M32, (g.nw,)))
+  OPS[name] = op
+_carry("s_addc_u32", False)
+_carry("s_subb_u32", True)
+
+# s_*_saveexec: dst = EXEC; EXEC = f(src, EXEC); SCC = EXEC != 0 (RDNA3 ISA guide 16.2 SOP1)
+_SAVEEXEC = {"and": lambda s, e, m: s & e, "or": lambda s, e, m: s | e, "xor": lambda s, e, m: s ^ e,
+             "nand": lambda s, e, m: ~(s & e) & m, "nor": lambda s, e, m: ~(s | e) & m, "xnor": lambda s, e, m: ~(s ^ e) & m,
+             "and_not0": lambda s, e, m: ~s & e & m, "or_not0": lambda s, e, m: (~s | e) & m,
+             "and_not1": lambda s, e, m: s & ~e & m, "or_not1": lambda s, e, m: (s | ~e) & m}
+def _saveexec(name: str, fn, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    mask = M64 if regs == 2 else M32
+    s = _u64(st.sread(g, ins.fields["ssrc0"], regs))
+    e = _u64(st.sread(g, _EXEC_OP, regs))
+    new = np.broadcast_to(fn(s, e, mask) & mask, (g.nw,))
+    st.swrite_op(g, ins.fields["sdst"], e, regs)
+    st.swrite_op(g, _EXEC_OP, new, regs)
+    st.scc[g.wv] = new != 0
+  OPS[name] = op
+_EXEC_OP = Operand("exec_lo")
+for base, fn in _SAVEEXEC.items():
+  _saveexec(f"s_{base}_saveexec_b32", fn, 1)
+  _saveexec(f"s_{base}_saveexec_b64", fn, 2)
+
+# SOPC compares: SCC = a op b (RDNA3 ISA guide 16.4)
+_CMP = {"eq": np.equal, "lg": np.not_equal, "gt": np.greater, "ge": np.greater_equal, "lt": np.less, "le": np.less_equal}
+def _compare(name: str, fn, signed: bool, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    a, b = _u64(st.sread(g, ins.fields["ssrc0"], regs)), _u64(st.sread(g, ins.fields["ssrc1"], regs))
+    if signed: a, b = _i64(a, 32), _i64(b, 32)
+    st.scc[g.wv] = np.broadcast_to(fn(a, b), (g.nw,))
+  OPS[name] = op
+for c, fn in _CMP.items():
+  _compare(f"s_cmp_{c}_i32", fn, True, 1)
+  _compare(f"s_cmp_{c}_u32", fn, False, 1)
+_compare("s_cmp_eq_u64", np.equal, False, 2)
+_compare("s_cmp_lg_u64", np.not_equal, False, 2)
+
+def _bitcmp(name: str, want: int, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    a, b = _u64(st.sread(g, ins.fields["ssrc0"], regs)), _u64(st.sread(g, ins.fields["ssrc1"]))
+    st.scc[g.wv] = np.broadcast_to(((a >> (b & np.uint64(32 * regs - 1))) & np.uint64(1)) == want, (g.nw,))
+  OPS[name] = op
+_bitcmp("s_bitcmp0_b32", 0, 1); _bitcmp("s_bitcmp1_b32", 1, 1); _bitcmp("s_bitcmp0_b64", 0, 2); _bitcmp("s_bitcmp1_b64", 1, 2)
+
+# SOPK: the 16-bit immediate, sign-extended for the _i32 forms and zero-extended for _u32 (RDNA3 ISA guide 16.3)
+def _simm(ins: Instruction, signed: bool) -> np.uint64:
+  v = ins.fields["simm16"]
+  return np.uint64((v - 0x10000 if signed and v & 0x8000 else v) & 0xFFFFFFFF)
+
+def _sopk_compare(name: str, fn, signed: bool) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    a, k = _u64(st.sread(g, ins.fields["sdst"])), _simm(ins, signed)
+    if signed: a, k = _i64(a, 32), _i64(k, 32)
+    st.scc[g.wv] = np.broadcast_to(fn(a, k), (g.nw,))
+  OPS[name] = op
+for c, fn in _CMP.items():
+  _sopk_compare(f"s_cmpk_{c}_i32", fn, True)
+  _sopk_compare(f"s_cmpk_{c}_u32", fn, False)
+
+def _movk(st: WaveState, g: Group, ins: Instruction) -> None:
+  st.swrite_op(g, ins.fields["sdst"], np.full(g.nw, _simm(ins, True), np.uint64))
+def _cmovk(st: WaveState, g: Group, ins: Instruction) -> None:
+  old = _u64(st.sread(g, ins.fields["sdst"]))
+  st.swrite_op(g, ins.fields["sdst"], np.where(st.scc[g.wv], _simm(ins, True), old))
+def _addk(st: WaveState, g: Group, ins: Instruction) -> None:
+  a, k = _u64(st.sread(g, ins.fields["sdst"])), _simm(ins, True)
+  r = (a + k) & M32
+  st.scc[g.wv] = (_i64(a, 32) + _i64(k, 32)) != _i64(r, 32)
+  st.swrite_op(g, ins.fields["sdst"], r)
+def _mulk(st: WaveState, g: Group, ins: Instruction) -> None:
+  st.swrite_op(g, ins.fields["sdst"], _u64(st.sread(g, ins.fields["sdst"])) * _simm(ins, True) & M32)
+OPS.update({"s_movk_i32": _movk, "s_cmovk_i32": _cmovk, "s_addk_i32": _addk, "s_mulk_i32": _mulk})
