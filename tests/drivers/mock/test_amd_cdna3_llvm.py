@@ -1,6 +1,6 @@
 """The CDNA3 decoder against LLVM itself: hand-written LLVM IR kernels (vector add with fdiv, an LDS + barrier
 reduction loop, f16, bf16, f64, 64-bit integer math, int8 vectors, packed math, atomics, scratch, wave intrinsics,
-MFMA) and kernels tg renders are compiled by llvmlite for gfx942 and gfx950; every instruction of the object's .text
+MFMA on f16, bf16 and f64, buffer loads and stores, ds_swizzle, s_sendmsg) and kernels tg renders are compiled by llvmlite for gfx942 and gfx950; every instruction of the object's .text
 must decode to the text of LLVM's own assembly listing of the same module, and branches must land on its labels."""
 import re
 import pytest
@@ -330,6 +330,43 @@ s:
 e:
   ret void
 }""",
+  "buffer_mfma_swizzle": """
+declare i32 @llvm.amdgcn.ds.swizzle(i32, i32)
+declare void @llvm.amdgcn.s.sendmsg(i32, i32)
+declare void @llvm.amdgcn.s.sleep(i32)
+declare float @llvm.amdgcn.raw.buffer.load.f32(<4 x i32>, i32, i32, i32)
+declare void @llvm.amdgcn.raw.buffer.store.f32(float, <4 x i32>, i32, i32, i32)
+declare <16 x float> @llvm.amdgcn.mfma.f32.32x32x8bf16.1k(<4 x i16>, <4 x i16>, <16 x float>, i32, i32, i32)
+declare <4 x double> @llvm.amdgcn.mfma.f64.16x16x4f64(double, double, <4 x double>, i32, i32, i32)
+declare i32 @llvm.amdgcn.perm(i32, i32, i32)
+declare i32 @llvm.amdgcn.ubfe.i32(i32, i32, i32)
+declare i32 @llvm.fshr.i32(i32, i32, i32)
+define amdgpu_kernel void @extra(ptr addrspace(1) %c, <4 x i32> %rsrc, i32 %k) {
+  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %sw = call i32 @llvm.amdgcn.ds.swizzle(i32 %t, i32 31)
+  call void @llvm.amdgcn.s.sleep(i32 2)
+  %b = call float @llvm.amdgcn.raw.buffer.load.f32(<4 x i32> %rsrc, i32 %t, i32 16, i32 0)
+  %p = call i32 @llvm.amdgcn.perm(i32 %t, i32 %sw, i32 %k)
+  %u = call i32 @llvm.amdgcn.ubfe.i32(i32 %p, i32 3, i32 5)
+  %f = call i32 @llvm.fshr.i32(i32 %u, i32 %t, i32 %k)
+  %bf = bitcast i32 %f to <2 x i16>
+  %a4 = shufflevector <2 x i16> %bf, <2 x i16> %bf, <4 x i32> <i32 0, i32 1, i32 0, i32 1>
+  %pa = getelementptr <16 x float>, ptr addrspace(1) %c, i32 %t
+  %acc = load <16 x float>, ptr addrspace(1) %pa
+  %r = call <16 x float> @llvm.amdgcn.mfma.f32.32x32x8bf16.1k(<4 x i16> %a4, <4 x i16> %a4, <16 x float> %acc, i32 1, i32 2, i32 3)
+  store <16 x float> %r, ptr addrspace(1) %pa
+  %pd = getelementptr <4 x double>, ptr addrspace(1) %c, i32 %k
+  %accd = load <4 x double>, ptr addrspace(1) %pd
+  %bd = fpext float %b to double
+  %rd = call <4 x double> @llvm.amdgcn.mfma.f64.16x16x4f64(double %bd, double %bd, <4 x double> %accd, i32 0, i32 0, i32 0)
+  store <4 x double> %rd, ptr addrspace(1) %pd
+  %ff = bitcast i32 %f to float
+  %pf = getelementptr float, ptr addrspace(1) %c, i32 %t
+  %old = atomicrmw fmax ptr addrspace(1) %pf, float %ff syncscope("agent") monotonic
+  call void @llvm.amdgcn.raw.buffer.store.f32(float %old, <4 x i32> %rsrc, i32 %t, i32 32, i32 0)
+  call void @llvm.amdgcn.s.sendmsg(i32 1, i32 0)
+  ret void
+}""",
 }
 
 # gfx9 mnemonic -> the RDNA3 mnemonic the executor knows it by (RDNA3 ISA guide names of the same operation)
@@ -351,7 +388,8 @@ RDNA3_NAMES = {
   "v_sub_u16": "v_sub_nc_u16", "v_ffbh_u32": "v_clz_i32_u32", "v_ffbl_b32": "v_ctz_i32_b32",
   "s_andn2_b64": "s_and_not1_b64", "s_orn2_b64": "s_or_not1_b64", "s_andn2_saveexec_b64": "s_and_not1_saveexec_b64",
   "s_ff1_i32_b64": "s_ctz_i32_b64", "s_flbit_i32_b32": "s_clz_i32_u32", "v_cvt_pkrtz_f16_f32": "v_cvt_pk_rtz_f16_f32",
-  "v_cvt_flr_i32_f32": "v_cvt_floor_i32_f32",
+  "v_cvt_flr_i32_f32": "v_cvt_floor_i32_f32", "buffer_load_dword": "buffer_load_b32",
+  "buffer_store_dword": "buffer_store_b32",
 }
 
 def listing(asm: str) -> tuple[list[str], dict[str, int]]:

@@ -526,6 +526,25 @@ def _waitcnt_text(counts: dict[str, int]) -> str:
   shown = [k for k in full if counts[k] != full[k]] or list(full)
   return " ".join(f"{k}({counts[k]})" for k in shown)
 
+# s_sendmsg messages and operations of gfx9 (llvm/lib/Target/AMDGPU/Utils/AMDGPUAsmUtils.cpp Msg/OpGsSymbolic/
+# OpSysSymbolic; validity: AMDGPUBaseInfo.cpp SendMsg::isValidMsgOp/isValidMsgStream)
+_MSG = {1: "MSG_INTERRUPT", 2: "MSG_GS", 3: "MSG_GS_DONE", 4: "MSG_SAVEWAVE", 5: "MSG_STALL_WAVE_GEN",
+        6: "MSG_HALT_WAVES", 7: "MSG_ORDERED_PS_DONE", 8: "MSG_EARLY_PRIM_DEALLOC", 9: "MSG_GS_ALLOC_REQ",
+        15: "MSG_SYSMSG"}
+_GS_OPS = ("GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT")
+_SYS_OPS = {1: "SYSMSG_OP_ECC_ERR_INTERRUPT", 2: "SYSMSG_OP_REG_RD", 3: "SYSMSG_OP_HOST_TRAP_ACK",
+            4: "SYSMSG_OP_TTRACE_PC"}
+
+def _sendmsg_text(imm: int) -> str:
+  """gfx9 message: id[3:0], operation[6:4], stream[9:8] (AMDGPUInstPrinter::printSendMsg)."""
+  msg, op, stream = imm & 0xF, (imm >> 4) & 7, (imm >> 8) & 3
+  gs = msg in (2, 3)
+  if gs and op < 4 and (op or msg == 3) and (stream == 0 or op):
+    return f"sendmsg({_MSG[msg]}, {_GS_OPS[op]}" + (f", {stream})" if op else ")")
+  if msg == 15 and op in _SYS_OPS and stream == 0: return f"sendmsg(MSG_SYSMSG, {_SYS_OPS[op]})"
+  if msg in _MSG and not gs and msg != 15 and op == 0 and stream == 0: return f"sendmsg({_MSG[msg]})"
+  return f"sendmsg({msg}, {op}, {stream})" if imm == msg | op << 4 | stream << 8 else str(imm)
+
 def _sopp(ws: _Words, at: int):
   w = ws.w[0]
   name = _opname("SOPP", (w >> 16) & 0x7F, at)
@@ -536,6 +555,7 @@ def _sopp(ws: _Words, at: int):
     return name, "SOPP", fields, _join(name, _waitcnt_text(fields))
   if "branch" in name: fields["target"] = at + 4 + 4 * (simm16 - (simm16 >> 15 << 16))
   if name in _SOPP_NO_OPERAND or (name == "s_endpgm" and simm16 == 0): return name, "SOPP", fields, name
+  if name in ("s_sendmsg", "s_sendmsghalt"): return name, "SOPP", fields, _join(name, _sendmsg_text(simm16))
   return name, "SOPP", fields, _join(name, str(simm16))
 
 _SMEM_DWORDS = {"dword": 1, "dwordx2": 2, "dwordx4": 4, "dwordx8": 8, "dwordx16": 16}
@@ -845,12 +865,30 @@ def _ds(ws: _Words, at: int):
     ops.append(_op_text(fields["data0"], n))
     if two or "cmpst" in name or "mskor" in name:
       ops.append(_op_text(fields["data1"], n))
-  if two or name.startswith(("ds_read2", "ds_write2")):
+  if name == "ds_swizzle_b32": offs = _swizzle_text(fields["offset0"] | fields["offset1"] << 8)
+  elif two:
     offs = (f" offset0:{fields['offset0']}" if fields["offset0"] else "") + (f" offset1:{fields['offset1']}" if fields["offset1"] else "")
   else:
     off = fields["offset0"] | fields["offset1"] << 8
     offs = f" offset:{off}" if off else ""
   return name, "DS", fields, _join(name, *ops) + offs + (" gds" if fields["gds"] else "")
+
+def _swizzle_text(imm: int) -> str:
+  """ds_swizzle_b32's pattern as LLVM names it (AMDGPUInstPrinter::printSwizzle; SIDefines.h Swizzle): bit 15 with
+  bits 14:8 clear is a quad permute of four 2-bit lanes; bit 15 clear is and/or/xor masks of 5 bits each."""
+  if imm == 0: return ""
+  if imm & 0xFF00 == 0x8000: return " offset:swizzle(QUAD_PERM," + ",".join(str(imm >> (2 * i) & 3) for i in range(4)) + ")"
+  if imm & 0x8000: return f" offset:{imm}"
+  and_mask, or_mask, xor_mask = imm & 0x1F, (imm >> 5) & 0x1F, (imm >> 10) & 0x1F
+  if and_mask == 0x1F and or_mask == 0 and bin(xor_mask).count("1") == 1: return f" offset:swizzle(SWAP,{xor_mask})"
+  if and_mask == 0x1F and or_mask == 0 and xor_mask and (xor_mask + 1) & xor_mask == 0:
+    return f" offset:swizzle(REVERSE,{xor_mask + 1})"
+  group = 0x1F - and_mask + 1
+  if group > 1 and group & (group - 1) == 0 and or_mask < group and xor_mask == 0:
+    return f" offset:swizzle(BROADCAST,{group},{or_mask})"
+  p0, p1 = or_mask ^ xor_mask, ((0x1F & and_mask) | or_mask) ^ xor_mask
+  bits = "".join(("01"[p0 >> b & 1]) if (p0 >> b & 1) == (p1 >> b & 1) else "pi"[p0 >> b & 1] for b in range(4, -1, -1))
+  return f' offset:swizzle(BITMASK_PERM,"{bits}")'
 
 _SEGMENTS = {0: "FLAT", 1: "SCRATCH", 2: "GLOBAL"}
 
