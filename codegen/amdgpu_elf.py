@@ -12,10 +12,10 @@ SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOTE,
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 1, 2, 4
 PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
 PF_X, PF_W, PF_R = 1, 2, 4
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
+SHN_ABS = 0xFFF1
 STB_GLOBAL, STB_WEAK = 1, 2
 DT_NULL, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT = 0, 4, 5, 6, 10, 11
-# AMDGPUUsage.rst "Relocation Records": the PC-relative ones resolve at link time within the image
+# llvm/include/llvm/BinaryFormat/ELFRelocs/AMDGPU.def; AMDGPUUsage.rst "Relocation Records": PC-relative ones resolve at link time
 R_AMDGPU = {0: "R_AMDGPU_NONE", 1: "R_AMDGPU_ABS32_LO", 2: "R_AMDGPU_ABS32_HI", 3: "R_AMDGPU_ABS64", 4: "R_AMDGPU_REL32", 5: "R_AMDGPU_REL64",
             6: "R_AMDGPU_ABS32", 7: "R_AMDGPU_GOTPCREL", 8: "R_AMDGPU_GOTPCREL32_LO", 9: "R_AMDGPU_GOTPCREL32_HI",
             10: "R_AMDGPU_REL32_LO", 11: "R_AMDGPU_REL32_HI", 13: "R_AMDGPU_RELATIVE64", 14: "R_AMDGPU_REL16"}
@@ -55,6 +55,7 @@ def _header(data: bytes, want_type: int) -> tuple:
   if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1: raise ValueError("not a little-endian ELF64 file")
   e_type, machine = struct.unpack_from("<HH", data, 16)
   if machine != EM_AMDGPU: raise ValueError(f"ELF machine {machine:#x} is not EM_AMDGPU ({EM_AMDGPU:#x})")
+  if data[7] != ELFOSABI_AMDGPU_HSA: raise ValueError(f"ELF OS ABI {data[7]} is not ELFOSABI_AMDGPU_HSA ({ELFOSABI_AMDGPU_HSA})")
   if e_type != want_type: raise ValueError(f"ELF type {e_type} where {want_type} ({'ET_REL' if want_type == ET_REL else 'ET_DYN'}) was expected")
   phoff, shoff, flags = struct.unpack_from("<QQI", data, 32)
   phnum, _, shnum, shstrndx = struct.unpack_from("<HHHH", data, 56)

@@ -134,6 +134,10 @@ def test_readelf_accepts_the_code_object(built, tmp_path):
   (k,) = read(lib).kernels.values()
   assert syms[f"{spec.name}.kd"] == k.kd_offset and syms[spec.name] == k.code_offset
   assert len(re.findall(r"^\s+LOAD\s", done.stdout, re.M)) == 3
+  if (llvm_readelf := shutil.which("llvm-readelf-14") or shutil.which("llvm-readelf")) is not None:  # LLVM's reader agrees
+    llvm_done = subprocess.run([llvm_readelf, "--dyn-symbols", "--program-headers", "--notes", str(path)], capture_output=True, text=True)
+    assert llvm_done.returncode == 0 and "warning" not in llvm_done.stderr.lower(), llvm_done.stderr
+    assert f"{spec.name}.kd" in llvm_done.stdout and "NT_AMDGPU_METADATA" in llvm_done.stdout
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="compile workers run only beside a second core")
 def test_compile_workers_give_the_same_code_objects():
@@ -213,6 +217,8 @@ def test_relocations_resolved_or_refused_by_name():
   with pytest.raises(ValueError, match="R_AMDGPU_ABS64 against .* needs the load address"): link(with_relocation_type(obj, 3))
   with pytest.raises(ValueError, match="relocation 99 "): link(with_relocation_type(obj, 99))
   with pytest.raises(ValueError, match="ET_REL"): link(link(obj))
+  with pytest.raises(ValueError, match="ELFOSABI_AMDGPU_HSA"): link(obj[:7] + b"\0" + obj[8:])
+  with pytest.raises(ValueError, match="EM_AMDGPU"): read(obj[:18] + struct.pack("<H", 62) + obj[20:])
 
 def test_debug7_prints_llvms_listing(capsys):
   from ir.switches import Context
