@@ -467,11 +467,12 @@ def tg_programs():
          ("matmul_local", a @ b, [Opt(OptOps.LOCAL, 0, 7), Opt(OptOps.GROUP, 2, 0)])]
   return [(label, si.ast, opts) for label, t, opts in out for si in t.schedule() if si.ast.op is Ops.SINK]
 
-def test_tg_rendered_kernels_decode_to_llvm_listing():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tg_rendered_kernels_decode_to_llvm_listing(arch):
   amdgpu = pytest.importorskip("codegen.amdgpu")
   from codegen.amdgpu_compiler import AMDGPUCompiler
   from codegen.program import get_program
-  renderer, compiler = amdgpu.AMDGPURenderer("gfx942"), AMDGPUCompiler("gfx942")
+  renderer, compiler = amdgpu.AMDGPURenderer(arch), AMDGPUCompiler(arch)
   checked = 0
   for label, ast, opts in tg_programs():
     spec = get_program(ast, renderer, opts)
