@@ -34,6 +34,23 @@ USER_SGPRS_UNSUPPLIED = {0: "private segment buffer", 1: "dispatch ptr", 2: "que
 
 def is_missing(e: OSError) -> bool: return e.errno in (2, 6, 19)  # ENOENT, ENXIO, ENODEV
 
+@dataclass(eq=False)
+class Session:
+  """What the AMD devices of a process share: KFD keeps one process per address space however often /dev/kfd is
+  opened (amdkfd/kfd_process.c kfd_create_process), so one file and one event page (set once per process:
+  kfd_events.c kfd_event_page_set) serve every GPU."""
+  server: object  # what serves /dev/kfd: a new kernel module (or model) starts a new session
+  kfd: int
+  event_page: GPUBuffer | None = None
+
+_sessions: dict[int, Session] = {}  # id(System) -> its session
+
+def session_of(system) -> Session:
+  server = system.server_of("/dev/kfd")
+  if (session := _sessions.get(id(system))) is None or session.server is not server:
+    session = _sessions[id(system)] = Session(server, system.open("/dev/kfd"))
+  return session
+
 @dataclass(frozen=True)
 class Node:
   """A GPU in KFD's topology: its node directory number, gpu_id and `properties` (key -> int)."""
@@ -160,10 +177,11 @@ class AMDDevice(HCQCompiled):
     if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
     self.system = system_for(target.interface)
     index = int(device.split(":")[1]) if ":" in device else 0
-    try: self.kfd = self.system.open("/dev/kfd")
+    try: self.session = session_of(self.system)
     except OSError as e:
       if is_missing(e): raise DeviceUnavailable(f"AMD unavailable: no amdkfd ({e.strerror})") from None
       raise
+    self.kfd = self.session.kfd
     nodes = gpu_nodes(self.system)
     if index >= len(nodes): raise DeviceUnavailable(f"AMD unavailable: {device} asked for, KFD's topology has {len(nodes)} GPU(s)")
     self.node = nodes[index]
@@ -174,9 +192,10 @@ class AMDDevice(HCQCompiled):
     self.kfd_version = (version.major_version, version.minor_version)
     self.kfd_call("ACQUIRE_VM", "kfd_ioctl_acquire_vm_args", drm_fd=self.render, gpu_id=self.node.gpu_id)
     self.doorbells: dict[int, np.ndarray] = {}
-    self.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
+    first = self.session.event_page is None
+    if first: self.session.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
     self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number,
-                                       event_page_offset=self.event_page.handle if i == 0 else 0).event_id
+                                       event_page_offset=self.session.event_page.handle if first and i == 0 else 0).event_id
                          for i, kind in enumerate((kfd.EVENT_MEMORY, kfd.EVENT_HW_EXCEPTION))]
     self.scratch: GPUBuffer | None = None
     self.tmpring_size, self.scratch_base, self.scratch_per_lane = 0, (0, 0), 0
@@ -242,14 +261,14 @@ class AMDDevice(HCQCompiled):
 
   # ---- faults ----
   def check_faults(self) -> str | None:
-    """A memory or hardware exception KFD reported for this process (asked without waiting)."""
+    """A memory or hardware exception KFD reported on this GPU (asked without waiting; the events are the process's)."""
     events = kfd.ffi.new("struct kfd_event_data[]", [{"event_id": e} for e in self.fault_events])
     args = self.kfd_call("WAIT_EVENTS", "kfd_ioctl_wait_events_args", events_ptr=int(kfd.ffi.cast("uintptr_t", events)),
                          num_events=len(self.fault_events), wait_for_all=0, timeout=0)
     if args.wait_result != kfd.WAIT_RESULT_COMPLETE: return None
     memory, hw = events[0].memory_exception_data, events[1].hw_exception_data
-    if memory.gpu_id: return f"{self.device}: GPU memory fault at {memory.va:#x}{' (page not present)' if memory.failure.NotPresent else ''}{' (write to a read-only page)' if memory.failure.ReadOnly else ''}"
-    if hw.gpu_id: return f"{self.device}: GPU hardware exception (reset type {hw.reset_type}, cause {hw.reset_cause})"
+    if memory.gpu_id == self.node.gpu_id: return f"{self.device}: GPU memory fault at {memory.va:#x}{' (page not present)' if memory.failure.NotPresent else ''}{' (write to a read-only page)' if memory.failure.ReadOnly else ''}"
+    if hw.gpu_id == self.node.gpu_id: return f"{self.device}: GPU hardware exception (reset type {hw.reset_type}, cause {hw.reset_cause})"
     return None
 
 def _sdma_nop(dwords: int) -> list[int]: return [0] * dwords  # SDMA's NOP packet is one zero dword

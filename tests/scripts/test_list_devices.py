@@ -1,4 +1,4 @@
-"""scripts/list_devices.py on the NV model (two GPUs): what it says about each GPU matches the model's own tables, the
+"""scripts/list_devices.py on the NV and AMD models (two GPUs each): what it says about each GPU matches the model's own tables, the
 devices without a driver say so, and --help works."""
 import os, re, subprocess, sys
 from drivers.mock.nv.gpu import ARCHS
@@ -20,8 +20,19 @@ def test_nv_model_gpus_are_listed():
   for _, _, minor, device_id, sm, sms, compute, peers in gpus:
     assert int(device_id, 16) == arch.pci_device and int(sm) == arch.sm and int(sms) == arch.gpcs * arch.tpc_per_gpc * arch.sm_per_tpc
     assert int(compute, 16) == arch.compute and peers == "1"
-  for name in ("AMD", "QCOM"): assert re.search(rf"^{name}\s+no\s+tg has no {name} driver yet$", out, re.M)
+  assert re.search(r"^QCOM\s+no\s+tg has no QCOM driver yet$", out, re.M)
+  assert re.search(r"^AMD\s+no\s+AMD unavailable: no amdkfd", out, re.M), out
   assert re.search(r"^CUDA\s+no\s+CUDA unavailable: ", out, re.M)
+
+def test_amd_model_gpus_are_listed():
+  from drivers.mock.amd.gpu import ARCHS as AMD_ARCHS
+  run = list_devices("amd", DEV="MOCK+AMD", MOCKGPU_COUNT="2", MOCKGPU_AMD_ARCH="gfx942")
+  assert run.returncode == 0, run.stderr
+  arch = AMD_ARCHS["gfx942"]
+  assert re.search(r"^AMD\s+yes\s+amdkfd \d+\.\d+ \(MOCK model\)$", run.stdout, re.M), run.stdout
+  gpus = re.findall(r"AMD:(\d): node (\d+), gpu id 0x[0-9a-f]+, /dev/dri/renderD\d+ \(1002:([0-9a-f]{4})\); (gfx\w+), (\d+) CUs", run.stdout)
+  assert [(g[0], g[1]) for g in gpus] == [("0", "1"), ("1", "2")], run.stdout  # node 0 is the CPU
+  assert all(int(g[2], 16) == arch.device_id and g[3] == "gfx942" and int(g[4]) == arch.cu_count for g in gpus)
 
 def test_without_a_module_nv_says_why():
   run = list_devices("nv", DEV="CPU")
