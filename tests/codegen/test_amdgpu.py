@@ -280,3 +280,61 @@ def test_float_sin_reduces_whole_turns_before_the_hardware_sine():
   r = reduced(xs)
   assert np.abs(r).max() <= np.float32(np.pi) * (1 + 2**-22)
   assert np.abs(np.sin(r.astype(np.float64)) - np.sin(xs.astype(np.float64))).max() <= 3e-7
+
+# ---- running the code objects on the RDNA3 shader-core model (drivers/mock/amd/shader), as the driver would load them ----
+class _Memory:
+  """GPU memory: numpy byte arrays at chosen addresses."""
+  def __init__(self): self.maps: list[tuple[int, np.ndarray]] = []
+  def add(self, va: int, data: np.ndarray) -> int:
+    self.maps.append((va, data.view(np.uint8).reshape(-1)))
+    return va
+  def span(self, lo: int, hi: int):
+    from drivers.mock.amd.shader.dispatch import ShaderFault
+    for va, buf in self.maps:
+      if va <= lo and hi <= va + buf.size: return buf, va
+    raise ShaderFault(f"address {lo:#x} is not mapped", lo)
+
+def run_on_rdna3(t: Tensor, opts=None, arch: str = "gfx1100") -> np.ndarray:
+  """t's one kernel rendered, compiled and linked by tg, its image placed at a 4096-aligned base, run by the model."""
+  from drivers.mock.amd.shader.dispatch import Dispatch
+  from drivers.mock.amd.shader.execute import run
+  (item,) = [i for i in t.schedule() if i.ast.op is Ops.SINK]
+  spec = get_program(item.ast, AMDGPURenderer(arch), opts)
+  co = read(AMDGPUCompiler(arch).compile(spec.src))
+  (k,) = co.kernels.values()
+  mem, base = _Memory(), 0x200000
+  mem.add(base, np.frombuffer(co.image, np.uint8).copy())
+  arrays = [np.frombuffer(item.bufs[g].ensure_allocated().as_bytes(), np.uint8).copy() for g in spec.globals]
+  kernarg = bytearray(k.kernarg_size)
+  for j, ((offset, _), arr) in enumerate(zip(k.args, arrays)):
+    struct.pack_into("<Q", kernarg, offset, mem.add(0x10000000 * (j + 1), arr))
+  kva = mem.add(0x1000000, np.frombuffer(bytes(kernarg) + bytes(64), np.uint8).copy())
+  kd = k.descriptor
+  user = (kva & 0xFFFFFFFF, kva >> 32) + (0,) * 14  # the kernarg pointer, then what gfx1100's padding SGPRs read
+  run(Dispatch(arch, base + k.code_offset, kd.rsrc1, kd.rsrc2, kd.rsrc3, user, spec.global_size, spec.local_size or (1, 1, 1),
+               kd.wave32, kd.group_segment_fixed_size), mem)
+  return arrays[0].view(np.dtype(item.bufs[0].dtype.fmt))
+
+@pytest.mark.parametrize("label", ["sin_f32", "exp2_log2_sin_f64", "local_group_matmul", "int_div_mod", "half_math"])
+def test_kernels_run_on_the_rdna3_model_match_numpy(label):
+  rng = np.random.default_rng(8)
+  if label == "sin_f32":
+    x = rng.uniform(-1e4, 1e4, 500).astype(np.float32)
+    np.testing.assert_allclose(run_on_rdna3(Tensor(x, device="PYTHON").realize().sin()), np.sin(x.astype(np.float64)), atol=3e-6)
+  elif label == "exp2_log2_sin_f64":
+    x = rng.uniform(-50, 50, 300)
+    t = Tensor(x, device="PYTHON").realize()
+    got = run_on_rdna3(t.exp2() + t.abs().log2() + t.sin())
+    np.testing.assert_allclose(got, np.exp2(x) + np.log2(np.abs(x)) + np.sin(x), rtol=1e-14, atol=1e-14)
+  elif label == "local_group_matmul":
+    a, b = rng.random((7, 13), dtype=np.float32), rng.random((13, 10), dtype=np.float32)
+    got = run_on_rdna3(Tensor(a, device="PYTHON").realize() @ Tensor(b, device="PYTHON").realize(), [Opt(OptOps.LOCAL, 0, 7), Opt(OptOps.GROUP, 2, 0)])
+    np.testing.assert_allclose(got.reshape(7, 10), a.astype(np.float64) @ b, rtol=1e-5)
+  elif label == "int_div_mod":
+    x = np.arange(-40, 40, dtype=np.int32)
+    t = Tensor(x, device="PYTHON").realize()
+    np.testing.assert_array_equal(run_on_rdna3(t // 7 + t % 5), x // 7 + x % 5)  # floor division, as Python
+  else:
+    x = rng.uniform(0.1, 4, 200).astype(np.float16)
+    got = run_on_rdna3(Tensor(x, device="PYTHON").realize().sqrt() * 3 + 1)
+    np.testing.assert_allclose(got.astype(np.float64), np.sqrt(x.astype(np.float64)) * 3 + 1, rtol=2e-3)
