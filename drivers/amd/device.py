@@ -104,7 +104,7 @@ class Ring:
     self.words = np.frombuffer(memoryview_at(self.ring.cpu, RING_BYTES), dtype=np.uint32)
     pointers = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
     self.wptr_mem, self.rptr_mem = pointers[0:1], pointers[16:17]
-    extra = {}
+    extra, self.eop, self.cwsr = {}, None, None
     if queue_type == kfd.QUEUE_TYPE_COMPUTE:
       ctl_stack, save_restore, cwsr = cwsr_sizes(dev.node)
       self.eop, self.cwsr = dev.alloc_memory(EOP_BYTES), dev.alloc_memory(cwsr)
@@ -119,6 +119,11 @@ class Ring:
 
   @property
   def rptr(self) -> int: return int(self.rptr_mem[0])
+
+  def destroy(self) -> None:
+    self.dev.kfd_call("DESTROY_QUEUE", "kfd_ioctl_destroy_queue_args", queue_id=self.queue_id)
+    for buf in (self.ring, self.pointers, self.eop, self.cwsr):
+      if buf is not None: self.dev.free_memory(buf)
 
   def submit(self, words: list[int]) -> None:
     steps_per_dword, ring_steps = 4 // self.unit, RING_BYTES // self.unit
@@ -194,17 +199,19 @@ class AMDDevice(HCQCompiled):
     self.doorbells: dict[int, np.ndarray] = {}
     first = self.session.event_page is None
     if first: self.session.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
-    self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number,
+    self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number, auto_reset=1,
                                        event_page_offset=self.session.event_page.handle if first and i == 0 else 0).event_id
                          for i, kind in enumerate((kfd.EVENT_MEMORY, kfd.EVENT_HW_EXCEPTION))]
     self.scratch: GPUBuffer | None = None
     self.tmpring_size, self.scratch_base, self.scratch_per_lane = 0, (0, 0), 0
     self.signal_memory = self.alloc_memory(0x10000, host=True, uncached=True)
     self.arguments = ArgumentPool(self)
-    self.rings = {"compute": Ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": Ring(self, kfd.QUEUE_TYPE_SDMA, _sdma_nop)}
+    self.rings = self.new_rings()
     super().__init__(device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
                      functools.partial(AMDComputeQueue, self.gfx), functools.partial(AMDCopyQueue, self.gfx),
                      signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+
+  def new_rings(self) -> dict[str, Ring]: return {"compute": Ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": Ring(self, kfd.QUEUE_TYPE_SDMA, _sdma_nop)}
 
   def kfd_call(self, name: str, struct: str, **fields): return kfd.call(self.system, self.kfd, name, struct, **fields)
 
@@ -261,7 +268,17 @@ class AMDDevice(HCQCompiled):
 
   # ---- faults ----
   def check_faults(self) -> str | None:
-    """A memory or hardware exception KFD reported on this GPU (asked without waiting; the events are the process's)."""
+    """A memory or hardware exception KFD reported on this GPU (asked without waiting; the events are the process's).
+    A fault stops the GPU's queues for good, so new ones replace them and the device goes on; the error stays in
+    `self.error` until synchronize reports it (the events reset once read)."""
+    if self.error is not None: return self.error
+    if (fault := self._fault()) is None: return None
+    for ring in self.rings.values(): ring.destroy()
+    self.rings = self.new_rings()
+    self.error = fault
+    return fault
+
+  def _fault(self) -> str | None:
     events = kfd.ffi.new("struct kfd_event_data[]", [{"event_id": e} for e in self.fault_events])
     args = self.kfd_call("WAIT_EVENTS", "kfd_ioctl_wait_events_args", events_ptr=int(kfd.ffi.cast("uintptr_t", events)),
                          num_events=len(self.fault_events), wait_for_all=0, timeout=0)

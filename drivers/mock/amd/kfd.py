@@ -388,12 +388,14 @@ class KFDModel(DeviceModel):
         if a.eop_buffer_size != arch.eop_buffer_size: raise OSError(errno.EINVAL, f"CREATE_QUEUE: eop_buffer_size {a.eop_buffer_size:#x}, the node's is {arch.eop_buffer_size:#x}")
         used.append(self.queue_buffer(gpu, a.eop_buffer_address, arch.eop_buffer_size, "EOP buffer"))
       if a.ctl_stack_size != arch.ctl_stack_size: raise OSError(errno.EINVAL, f"CREATE_QUEUE: ctl_stack_size {a.ctl_stack_size:#x}, the node's is {arch.ctl_stack_size:#x}")
-      if a.ctx_save_restore_size != arch.cwsr_size: raise OSError(errno.EINVAL, f"CREATE_QUEUE: ctx_save_restore_size {a.ctx_save_restore_size:#x}, the node's is {arch.cwsr_size:#x}")
-      used.append(self.queue_buffer(gpu, a.ctx_save_restore_address, arch.cwsr_buffer_size, "CWSR area"))
+      if a.ctx_save_restore_size < arch.cwsr_size: raise OSError(errno.EINVAL, f"CREATE_QUEUE: ctx_save_restore_size {a.ctx_save_restore_size:#x} is below the node's {arch.cwsr_size:#x}")
+      total = -(-(a.ctx_save_restore_size + arch.debug_memory_size) * arch.num_xcc // 4096) * 4096  # kfd_queue_acquire_buffers total_cwsr_size
+      used.append(self.queue_buffer(gpu, a.ctx_save_restore_address, total, "CWSR area"))
     qid = next(i for i in itertools.count() if i not in self.queues)   # kfd_process_queue_manager.c find_available_queue_slot
     doorbell_id = self.doorbell_id(gpu, compute)
     q = Queue(qid, "pm4" if compute else "sdma", a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address,
               system.memoryview_at(self.doorbells[gpu.gpu_id] + 8 * doorbell_id, 8).cast("Q"), doorbell_id)
+    q.doorbell[0] = 0  # a doorbell write is an event to the CP, not state: a new queue starts at write pointer 0
     q.engine = (PM4Engine if compute else SDMAEngine)(gpu, q)
     for b in used: b.queue_refs += 1
     self.queues[qid] = (gpu, q, used)

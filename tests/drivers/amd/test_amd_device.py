@@ -161,3 +161,7 @@ def test_a_fault_names_the_address(amd):
   prg, spec, bufs = program_for(dev, Tensor(np.ones(64, np.float32)) + 1)
   prg(bufs[0], GPUBuffer(0x7000_0000_0000, 256), global_size=spec.global_size, local_size=spec.local_size)
   with pytest.raises(RuntimeError, match="GPU memory fault at 0x7000000000"): dev.synchronize()
+  x = np.arange(64, dtype=np.float32)  # the faulted queues were replaced: the device goes on
+  prg(bufs[0], upload(dev, x), global_size=spec.global_size, local_size=spec.local_size)
+  dev.synchronize()
+  assert np.array_equal(download(dev, bufs[0], x), x + 1)
