@@ -289,3 +289,100 @@ attributes #0 = {{ {ATTRS} }}
   with pytest.raises(ShaderFault) as e:
     launch(ir, "wild", (1, 1, 1), (32, 1, 1), [np.zeros(4, np.int32)])
   assert e.value.address == 0x1000000 + (1 << 40)
+
+INTS = HEAD + """declare i32 @llvm.amdgcn.workitem.id.x()
+declare i32 @llvm.ctpop.i32(i32)
+declare i32 @llvm.ctlz.i32(i32, i1)
+declare i32 @llvm.cttz.i32(i32, i1)
+declare i32 @llvm.bitreverse.i32(i32)
+declare i32 @llvm.smax.i32(i32, i32)
+declare i32 @llvm.umin.i32(i32, i32)
+define amdgpu_kernel void @ints(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %o, ptr addrspace(1) %o64, ptr addrspace(1) %cnt) #0 {{
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr i32, ptr addrspace(1) %a, i32 %i
+  %pb = getelementptr i32, ptr addrspace(1) %b, i32 %i
+  %x = load i32, ptr addrspace(1) %pa
+  %y = load i32, ptr addrspace(1) %pb
+  %q = udiv i32 %x, %y
+  %r = srem i32 %x, %y
+  %pc = call i32 @llvm.ctpop.i32(i32 %x)
+  %lz = call i32 @llvm.ctlz.i32(i32 %x, i1 false)
+  %tz = call i32 @llvm.cttz.i32(i32 %y, i1 false)
+  %br = call i32 @llvm.bitreverse.i32(i32 %x)
+  %mx = call i32 @llvm.smax.i32(i32 %x, i32 %y)
+  %mn = call i32 @llvm.umin.i32(i32 %x, i32 %y)
+  %sh = ashr i32 %x, 3
+  %x64 = sext i32 %x to i64
+  %y64 = zext i32 %y to i64
+  %m64 = mul i64 %x64, %y64
+  %d64 = sdiv i64 %m64, 7
+  %base = mul i32 %i, 10
+  %v0 = getelementptr i32, ptr addrspace(1) %o, i32 %base
+  store i32 %q, ptr addrspace(1) %v0
+  %i1 = add i32 %base, 1
+  %v1 = getelementptr i32, ptr addrspace(1) %o, i32 %i1
+  store i32 %r, ptr addrspace(1) %v1
+  %i2 = add i32 %base, 2
+  %v2 = getelementptr i32, ptr addrspace(1) %o, i32 %i2
+  store i32 %pc, ptr addrspace(1) %v2
+  %i3 = add i32 %base, 3
+  %v3 = getelementptr i32, ptr addrspace(1) %o, i32 %i3
+  store i32 %lz, ptr addrspace(1) %v3
+  %i4 = add i32 %base, 4
+  %v4 = getelementptr i32, ptr addrspace(1) %o, i32 %i4
+  store i32 %tz, ptr addrspace(1) %v4
+  %i5 = add i32 %base, 5
+  %v5 = getelementptr i32, ptr addrspace(1) %o, i32 %i5
+  store i32 %br, ptr addrspace(1) %v5
+  %i6 = add i32 %base, 6
+  %v6 = getelementptr i32, ptr addrspace(1) %o, i32 %i6
+  store i32 %mx, ptr addrspace(1) %v6
+  %i7 = add i32 %base, 7
+  %v7 = getelementptr i32, ptr addrspace(1) %o, i32 %i7
+  store i32 %mn, ptr addrspace(1) %v7
+  %i8 = add i32 %base, 8
+  %v8 = getelementptr i32, ptr addrspace(1) %o, i32 %i8
+  store i32 %sh, ptr addrspace(1) %v8
+  %w0 = getelementptr i64, ptr addrspace(1) %o64, i32 %i
+  store i64 %d64, ptr addrspace(1) %w0
+  %old = atomicrmw add ptr addrspace(1) %cnt, i32 %x monotonic
+  %odd = and i32 %i, 1
+  %isodd = icmp eq i32 %odd, 1
+  br i1 %isodd, label %cas, label %end
+cas:
+  %c1 = getelementptr i32, ptr addrspace(1) %cnt, i32 1
+  %prev = atomicrmw max ptr addrspace(1) %c1, i32 %y monotonic
+  br label %end
+end:
+  ret void
+}}
+attributes #0 = {{ {attrs} }}
+"""
+
+def ints_kernel(wave64: bool) -> str:
+  return INTS.format(attrs=ATTRS + (' "target-features"="+wavefrontsize64"' if wave64 else ""))
+
+@pytest.mark.parametrize("wave64", [False, True])
+def test_integer_ops_and_atomics(wave64):
+  n = 96
+  rng = np.random.default_rng(5)
+  a = rng.integers(-2**31, 2**31, n).astype(np.int32)
+  b = rng.integers(1, 2**31, n).astype(np.int32)
+  b[:4] = [1, 3, 0x10000, 7]
+  o, o64, cnt = np.zeros(10 * n, np.int32), np.zeros(n, np.int64), np.array([5, -3], np.int32)
+  launch(ints_kernel(wave64), "ints", (1, 1, 1), (n, 1, 1), [a, b, o, o64, cnt])
+  o = o.reshape(n, 10)
+  au, bu = a.view(np.uint32), b.view(np.uint32)
+  np.testing.assert_array_equal(o[:, 0].view(np.uint32), au // bu)
+  np.testing.assert_array_equal(o[:, 1], np.fmod(a.astype(np.int64), b).astype(np.int32))
+  np.testing.assert_array_equal(o[:, 2], [bin(int(x)).count("1") for x in au])
+  np.testing.assert_array_equal(o[:, 3], [32 - int(x).bit_length() for x in au])
+  np.testing.assert_array_equal(o[:, 4], [(int(x) & -int(x)).bit_length() - 1 for x in bu])
+  np.testing.assert_array_equal(o[:, 5].view(np.uint32), [int(f"{int(x):032b}"[::-1], 2) for x in au])
+  np.testing.assert_array_equal(o[:, 6], np.maximum(a, b))
+  np.testing.assert_array_equal(o[:, 7].view(np.uint32), np.minimum(au, bu))
+  np.testing.assert_array_equal(o[:, 8], a >> 3)
+  prod = [int(x) * int(y) for x, y in zip(a, bu)]
+  np.testing.assert_array_equal(o64, [abs(p) // 7 * (1 if p >= 0 else -1) for p in prod])
+  assert int(cnt[0]) == (5 + int(a.astype(np.int64).sum())) % 2**32 - (2**32 if (5 + int(a.astype(np.int64).sum())) % 2**32 >= 2**31 else 0)
+  assert cnt[1] == max(-3, int(b[1::2].max()))

@@ -377,10 +377,10 @@ def _flat_text(name: str, enc: str, f: dict) -> str:
   saddr_on = f["saddr"].kind != "null"
   if enc == "SCRATCH": addr = operand_text(f["addr"]) if f["sve"] else "off"
   else: addr = operand_text(f["addr"], 1 if saddr_on else 2)
-  parts = [operand_text(f["vdst"], (regs // 2 if "cmpswap" in name else regs))] if load else []
+  parts = [operand_text(f["vdst"], regs)] if load else []
   parts.append(addr)
   if not name.startswith(("global_load", "flat_load", "scratch_load")):
-    parts.append(operand_text(f["data"], regs))
+    parts.append(operand_text(f["data"], 2 * regs if "cmpswap" in name else regs))
   if enc != "FLAT": parts.append(operand_text(f["saddr"], 1 if enc == "SCRATCH" else 2) if saddr_on else "off")
   mods = f" offset:{f['offset']}" if f["offset"] else ""
   mods += "".join(m for m, on in ((" glc", f["glc"]), (" slc", f["slc"]), (" dlc", f["dlc"])) if on)
