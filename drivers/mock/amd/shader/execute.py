@@ -28,6 +28,12 @@ def _mask_zero(st: WaveState, wv, code: int) -> np.ndarray:
   z = st.S[code, wv] == 0
   return z & (st.S[code + 1, wv] == 0) if st.L == 64 else z
 
+_CONTROL = frozenset({"s_endpgm", "s_barrier", "s_branch", "s_getpc_b64", "s_swappc_b64", "s_setpc_b64", "s_denorm_mode"})
+
+def has_semantics(name: str) -> bool:
+  """Whether the executor runs instructions of this mnemonic (the rest raise UnknownInstruction when reached)."""
+  return name in OPS or name in _NO_EFFECT or name in _BRANCH or name in _CONTROL
+
 def decoder_for(arch: str):
   """The decode function of an architecture's encodings."""
   if arch.startswith("gfx11"): return rdna3.decode

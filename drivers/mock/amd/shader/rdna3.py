@@ -67,6 +67,7 @@ def operand_text(op: Operand, regs: int = 1, wave64: bool = False, half: bool = 
   """An operand as LLVM prints it; regs is the register count (MASK for a lane mask); half: a true16 operand."""
   if regs == MASK: regs = 2 if wave64 else 1
   if half and op.kind == "v": return f"v{op.index}.{'h' if op.hi else 'l'}"
+  if half and op.kind == "literal": return f"{op.value & 0xFFFF:#x}"  # a 16-bit operand uses the literal's low half
   if op.kind in ("s", "v", "ttmp"): return f"{op.kind}{op.index}" if regs == 1 else f"{op.kind}[{op.index}:{op.index + regs - 1}]"
   if op.kind in ("vcc_lo", "exec_lo") and regs == 2: return op.kind[:-3]
   if op.kind == "literal": return f"{op.value:#x}"
@@ -329,7 +330,7 @@ def _vopd_half(dual: str, vdst: int, src0: Operand, vsrc1: int, w: _Words, wave6
   if name == "v_mov_b32": del f["src1"]; shown = [src0]
   elif name == "v_fmamk_f32": f["src1"], f["src2"] = Operand("literal", value=w.lit()), Operand("v", vsrc1); shown = [src0, f["src1"], f["src2"]]
   elif name == "v_fmaak_f32": f["src2"] = Operand("literal", value=w.lit()); shown = [src0, f["src1"], f["src2"]]
-  elif name == "v_cndmask_b32": f["src2"] = Operand("vcc_lo"); shown = [src0, f["src1"], f["src2"]]
+  elif name == "v_cndmask_b32": f["src2"] = Operand("vcc_lo")  # VCC is implicit in VOPD and not printed
   elif name in _ACCUMULATE: f["src2"] = f["vdst"]
   text = f"{dual} {', '.join([operand_text(f['vdst'])] + [operand_text(s, 1, wave64) for s in shown])}"
   return Instruction(name, "VOPD", 8, f, text)
