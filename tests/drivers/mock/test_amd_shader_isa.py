@@ -255,3 +255,11 @@ def test_lds_access_past_the_allocation_faults():
 def test_instruction_without_semantics_names_itself_and_its_address():
   with pytest.raises(UnknownInstruction, match=r"image|MIMG|address 0x10"):
     execute([0xF0000000, 0], [1])
+
+def test_getpc_setpc_jump():
+  # s_getpc_b64 s[20:21] (address of the next word); s_add_u32 s20, s20, 16; s_addc_u32 s21, s21, 0; s_setpc_b64 s[20:21]
+  # lands on the second of two v_mov_b32 v5 (the first is jumped over)
+  prog = (sop1(71, 20, 0) + sop2(0, 20, 20, I(16)) + sop2(4, 21, 21, I(0)) + sop1(72, 0, 20)
+        + vop1(1, 5, I(1)) + vop1(1, 5, I(2)))
+  out = execute(prog, [5])
+  assert (out[:, 0] == 2).all()

@@ -58,7 +58,7 @@ def launch(ir: str, name: str, groups, group_size, args: list, lds: int = 0, **k
   text, rodata = section(obj, ".text"), section(obj, ".rodata")
   syms = symbols(obj)
   kd = rodata[syms[f"{name}.kd"][1]:syms[f"{name}.kd"][1] + 64]
-  group_fixed, = struct.unpack_from("<I", kd, 0)
+  group_fixed, private_fixed = struct.unpack_from("<II", kd, 0)
   rsrc3, rsrc1, rsrc2, props = struct.unpack_from("<IIIH", kd, 44)
   mem = Memory()
   code_va = mem.add(0x100000, np.frombuffer(text + b"\0" * 64, np.uint8).copy()) + syms[name][1]
@@ -73,8 +73,9 @@ def launch(ir: str, name: str, groups, group_size, args: list, lds: int = 0, **k
   user = []
   for bit, n in _USER_SGPRS:
     if props >> bit & 1: user += [kernarg_va & 0xFFFFFFFF, kernarg_va >> 32] if bit == 3 else [0] * n
+  wave = 32 if props >> 10 & 1 else 64
   d = Dispatch("gfx1100", code_va, rsrc1, rsrc2, rsrc3, tuple(user), tuple(groups), tuple(group_size),
-               bool(props >> 10 & 1), max(lds, group_fixed))
+               wave == 32, max(lds, group_fixed), scratch_va=0x4000000, scratch_wave_bytes=private_fixed * wave)
   run(d, mem, **kw)
   return mem
 
@@ -386,3 +387,34 @@ def test_integer_ops_and_atomics(wave64):
   np.testing.assert_array_equal(o64, [abs(p) // 7 * (1 if p >= 0 else -1) for p in prod])
   assert int(cnt[0]) == (5 + int(a.astype(np.int64).sum())) % 2**32 - (2**32 if (5 + int(a.astype(np.int64).sum())) % 2**32 >= 2**31 else 0)
   assert cnt[1] == max(-3, int(b[1::2].max()))
+
+PRIVATE = HEAD + WI + """define amdgpu_kernel void @priv(ptr addrspace(1) %a, ptr addrspace(1) %o) #0 {
+entry:
+  %arr = alloca [16 x i32], align 4, addrspace(5)
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  br label %fill
+fill:
+  %k = phi i32 [ 0, %entry ], [ %k2, %fill ]
+  %v = mul i32 %k, %i
+  %p = getelementptr [16 x i32], ptr addrspace(5) %arr, i32 0, i32 %k
+  store volatile i32 %v, ptr addrspace(5) %p
+  %k2 = add i32 %k, 1
+  %c = icmp slt i32 %k2, 16
+  br i1 %c, label %fill, label %read
+read:
+  %pa = getelementptr i32, ptr addrspace(1) %a, i32 %i
+  %j = load i32, ptr addrspace(1) %pa
+  %q = getelementptr [16 x i32], ptr addrspace(5) %arr, i32 0, i32 %j
+  %r = load volatile i32, ptr addrspace(5) %q
+  %po = getelementptr i32, ptr addrspace(1) %o, i32 %i
+  store i32 %r, ptr addrspace(1) %po
+  ret void
+}
+attributes #0 = { {ATTRS} }
+""".replace("{ATTRS}", ATTRS)
+
+def test_private_array_in_scratch():
+  j = np.random.default_rng(6).integers(0, 16, 64).astype(np.int32)
+  out = np.zeros(64, np.int32)
+  launch(PRIVATE, "priv", (1, 1, 1), (64, 1, 1), [j, out])
+  np.testing.assert_array_equal(out, j * np.arange(64))  # lane i filled arr[k] = k * i, then read arr[j[i]]

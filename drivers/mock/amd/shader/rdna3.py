@@ -162,7 +162,8 @@ def _sopp_operand(name: str, simm: int) -> str:
     return " ".join(shown) if shown else f"{simm:#x}"
   if name in ("s_sendmsg", "s_sendmsghalt"):
     return "sendmsg(MSG_DEALLOC_VGPRS)" if simm == _MSG_DEALLOC_VGPRS else f"sendmsg({_MSG.get(simm & 0xFF, simm)})"
-  if name.startswith(("s_branch", "s_cbranch")) or name in ("s_nop", "s_sleep", "s_setprio"): return str(_sext(simm, 16)) if name.startswith(("s_branch", "s_cbranch")) else str(simm)
+  if name.startswith(("s_branch", "s_cbranch")): return str(_sext(simm, 16))  # in dwords from the next instruction
+  if name in ("s_nop", "s_sleep", "s_setprio"): return str(simm)
   return f"{simm:#x}"
 
 def _smem(w: _Words, offset: int) -> Instruction:

@@ -90,7 +90,7 @@ _unary("s_ctz_i32_b64", lambda a: _first_bit(a, 64, low=True))
 _unary("s_clz_i32_u32", lambda a: _first_bit(a, 32, low=False))
 _unary("s_clz_i32_u64", lambda a: _first_bit(a, 64, low=False))
 
-def _popcount(a) -> np.ndarray: return _u64([bin(int(x)).count("1") for x in np.atleast_1d(a)])
+def _popcount(a) -> np.ndarray: return np.bitwise_count(_u64(a)).astype(np.uint64)
 
 def _first_bit(a, bits: int, low: bool) -> np.ndarray:
   """Index of the lowest set bit (ctz) or leading zeros (clz); -1 (all ones) when there is none."""

@@ -20,7 +20,7 @@ def src(st: WaveState, g: Group, ins: Instruction, i: int, t: str) -> np.ndarray
   flushed where the mode says so."""
   f, op = ins.fields, ins.fields[f"src{i}"]
   size = _size(t)
-  if size == 8: raw = np.asarray(st.vread(g, op, 2, 64), np.uint64)
+  if size == 8: raw = np.asarray(st.vread(g, op, 2, 64 if t == "f64" else 32), np.uint64)
   else:
     raw = np.asarray(st.vread(g, op, 1, 16 if size == 2 else 32), np.uint32)
     if size == 2:
@@ -281,7 +281,7 @@ def _cndmask(name: str, t: str) -> None:
   def run(st: WaveState, g: Group, ins: Instruction) -> None:
     sel = st.mask_read(g, ins.fields["src2"])
     a, b = src(st, g, ins, 0, t), src(st, g, ins, 1, t)
-    dst(st, g, ins, np.where(sel, b, a), t if t != "f32" else "u32")
+    dst(st, g, ins, np.where(sel, b, a), t)
   OPS[name] = run
 _cndmask("v_cndmask_b32", "u32")
 _cndmask("v_cndmask_b16", "u16")
@@ -380,7 +380,8 @@ OPS.update({"v_fma_mix_f32": _fma_mix("f32"), "v_fma_mixlo_f16": _fma_mix("lo"),
 def _packed_halves(st: WaveState, g: Group, ins: Instruction, i: int, t: str) -> tuple[np.ndarray, np.ndarray]:
   f = ins.fields
   raw = np.asarray(st.vread(g, f[f"src{i}"], 1, 16 if t == "f16" else 32), np.uint32)
-  if f[f"src{i}"].kind in ("int", "float", "literal") and t == "f16": raw = raw | raw << np.uint32(16) if f[f"src{i}"].kind == "float" else raw
+  if f[f"src{i}"].kind in ("int", "float"):  # an inline constant stands for the same value in both halves
+    raw = (raw & np.uint32(0xFFFF)) | (raw & np.uint32(0xFFFF)) << np.uint32(16)
   lo = ((raw >> np.uint32(16 * (f["opsel"] >> i & 1))) & np.uint32(0xFFFF)).astype(np.uint16)
   hi = ((raw >> np.uint32(16 * (f["opsel_hi"] >> i & 1))) & np.uint32(0xFFFF)).astype(np.uint16)
   if t == "f16":

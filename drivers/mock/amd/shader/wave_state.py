@@ -64,7 +64,7 @@ class WaveState:
     """A lane-mask operand (VCC, an SGPR or pair) as a bool per lane of the group."""
     if op.kind in ("int", "literal"):
       v = np.full(g.nw, op.value & 0xFFFFFFFF, np.uint32)
-      return self.unpack(v, v * 0 if self.L == 64 else None)
+      return self.unpack(v, np.full(g.nw, 0xFFFFFFFF if op.kind == "int" and op.value < 0 else 0, np.uint32) if self.L == 64 else None)
     code = sgpr_code(op)
     return self.unpack(self.S[code, g.wv], self.S[code + 1, g.wv] if self.L == 64 else None)
 
