@@ -263,3 +263,26 @@ def test_getpc_setpc_jump():
         + vop1(1, 5, I(1)) + vop1(1, 5, I(2)))
   out = execute(prog, [5])
   assert (out[:, 0] == 2).all()
+
+def test_memory_widths_sub_dword_and_d16():
+  x = np.arange(32, dtype=np.uint32) * 0x01030507 + 0x80F0A0C1
+  prog = (glob(16, 5, 0, saddr=2)                          # global_load_u8 v5, v0, s[2:3]
+        + glob(17, 6, 0, saddr=2)                          # global_load_i8 v6
+        + glob(19, 7, 0, saddr=2)                          # global_load_i16 v7
+        + vop1(1, 8, LIT) + [0xDEADBEEF]                   # v8 = 0xdeadbeef
+        + glob(35, 8, 0, saddr=2)                          # global_load_d16_hi_b16 v8: upper half only
+        + glob(23, 9, 0, saddr=2, offset=0)                # global_load_b128 v[9:12] (lane's 16 bytes at 4*lane)
+        + ds(31, 0, 0, data0=1)                            # ds_store_b16 v0, v1
+        + vop1(1, 13, LIT) + [0x12345678]
+        + ds(0xA7, 13, 0))                                 # ds_load_u16_d16_hi v13, v0
+  out = execute(prog, [5, 6, 7, 8, 9, 12, 13], a=x, b=x + 1, c=x + 2, lds=256)
+  raw = np.concatenate([x, x + 1, x + 2, np.zeros(32, np.uint32)]).view(np.uint8)
+  lane = np.arange(32) * 4
+  np.testing.assert_array_equal(out[:, 0], raw[lane])
+  np.testing.assert_array_equal(out[:, 1], raw[lane].view(np.int8).astype(np.int32).view(np.uint32))
+  np.testing.assert_array_equal(out[:, 2], (x & 0xFFFF).astype(np.uint16).view(np.int16).astype(np.int32).view(np.uint32))
+  np.testing.assert_array_equal(out[:, 3], (x & 0xFFFF) << 16 | 0xBEEF)
+  words = raw.view(np.uint32)
+  np.testing.assert_array_equal(out[:, 4], words[np.arange(32)])
+  np.testing.assert_array_equal(out[:, 5], words[np.arange(32) + 3])
+  np.testing.assert_array_equal(out[:, 6], (x & 0xFFFF) << 16 | 0x5678)

@@ -106,9 +106,14 @@ class _Scratch:
 def _lane_index(st: WaveState, g: Group, act: np.ndarray) -> np.ndarray:
   return np.arange(st.nw * st.L)[g.ln][act]
 
+# DS spells the d16 forms after the type (ds_load_u8_d16_hi); FLAT before it (global_load_d16_hi_u8)
+_DS_D16 = {"u8_d16": "d16_u8", "u8_d16_hi": "d16_hi_u8", "i8_d16": "d16_i8", "i8_d16_hi": "d16_hi_i8",
+           "u16_d16": "d16_b16", "u16_d16_hi": "d16_hi_b16", "b8_d16_hi": "d16_hi_b8", "b16_d16_hi": "d16_hi_b16"}
+
 def _load_shape(name: str) -> tuple[int, str]:
   """(bytes read, how they land: 'u'/'i' extend to 32 bits, 'lo'/'hi' d16 halves, 'w' whole dwords)."""
   tail = name.split("_load_")[1]
+  tail = _DS_D16.get(tail, tail)
   if tail.startswith("d16_hi_"): return {"u8": 1, "i8": 1, "b16": 2}[tail[7:]], "hi" + tail[7]
   if tail.startswith("d16_"): return {"u8": 1, "i8": 1, "b16": 2}[tail[4:]], "lo" + tail[4]
   if tail in ("u8", "i8", "u16", "i16"): return int(tail[1:]) // 8, tail[0]
@@ -141,6 +146,7 @@ def _vmem_load(st: WaveState, g: Group, ins: Instruction) -> None:
 def _store_bytes(st: WaveState, g: Group, ins: Instruction, act: np.ndarray) -> np.ndarray:
   name, data = ins.name, ins.fields["data"].index
   tail = name.split("_store_")[1]
+  tail = _DS_D16.get(tail, tail)
   if tail in ("b8", "b16", "d16_hi_b8", "d16_hi_b16"):
     v = st.V[data, g.ln][act]
     if "hi" in tail: v = v >> np.uint32(16)
