@@ -286,3 +286,28 @@ def test_memory_widths_sub_dword_and_d16():
   np.testing.assert_array_equal(out[:, 4], words[np.arange(32)])
   np.testing.assert_array_equal(out[:, 5], words[np.arange(32) + 3])
   np.testing.assert_array_equal(out[:, 6], (x & 0xFFFF) << 16 | 0x5678)
+
+def test_bit_field_and_cross_lane_ops():
+  rng = np.random.default_rng(9)
+  a, b = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32), rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+  c = (np.arange(32) * 7 % 29).astype(np.uint32)
+  prog = (vop3(0x210, 5, V(1), V(3), I(9))                 # v_bfe_u32 v5, v1, v3, 9
+        + vop3(0x211, 6, V(1), V(3), I(9))                 # v_bfe_i32 v6, v1, v3, 9
+        + vop3(0x216, 7, V(1), V(2), V(3))                 # v_alignbit_b32 v7, v1, v2, v3
+        + vop3(0x31F, 8, V(1), V(3))                       # v_mbcnt_lo_u32_b32 v8, v1, v3
+        + vop1(57, 9, V(1))                                # v_clz_i32_u32 v9, v1
+        + vop3(0x360, 20, V(1), I(5))                      # v_readlane_b32 s20, v1, 5
+        + vop1(1, 10, 20)                                  # v_mov_b32 v10, s20
+        + sop2(2, 21, LIT, 0) + [0x5A5A5A5A]               # s_add_i32 s21, 0x5a5a5a5a, s0 (s0 = 0x10000)
+        + vop3(0x361, 2, 21, I(3)))                        # v_writelane_b32 v2, s21, 3
+  out = execute(prog, [5, 6, 7, 8, 9, 10, 2], a=a, b=b, c=c)
+  ai, ci = a.astype(np.int64), c.astype(np.int64) & 31
+  np.testing.assert_array_equal(out[:, 0], (ai >> ci) & 0x1FF)
+  field = (a.view(np.int32).astype(np.int64) >> ci) & 0x1FF  # S0.i32 shifts arithmetically (V_BFE_I32 pseudocode)
+  np.testing.assert_array_equal(out[:, 1].view(np.int32), np.where(field >= 256, field - 512, field))
+  np.testing.assert_array_equal(out[:, 2], ((ai << 32 | b.astype(np.int64)) >> ci) & 0xFFFFFFFF)
+  lane = np.arange(32)
+  np.testing.assert_array_equal(out[:, 3], [bin(int(x) & ((1 << l) - 1)).count("1") + int(y) for x, y, l in zip(a, c, lane)])
+  np.testing.assert_array_equal(out[:, 4], [32 - int(x).bit_length() if x else 0xFFFFFFFF for x in a])
+  assert (out[:, 5] == a[5]).all()
+  np.testing.assert_array_equal(out[:, 6], np.where(lane == 3, 0x5A5A5A5A + 0x10000, b))

@@ -11,7 +11,7 @@ from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
 from drivers.mock.amd.shader.scalar_ops import OPS as SCALAR_OPS
 from drivers.mock.amd.shader.vector_ops import OPS as VECTOR_OPS
-from drivers.mock.amd.shader.wave_state import EXEC, Group, WaveState
+from drivers.mock.amd.shader.wave_state import EXEC, VCC, Group, WaveState
 
 OPS = {**SCALAR_OPS, **VECTOR_OPS, **MEMORY_OPS}
 RUNNING, AT_BARRIER, DONE = 0, 1, 2
@@ -20,13 +20,10 @@ _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_wa
   "s_waitcnt_depctr", "s_nop", "s_delay_alu", "s_clause", "s_sendmsg", "s_set_inst_prefetch_distance", "s_sleep",
   "s_setprio", "s_icache_inv", "s_dcache_inv", "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle", "s_wakeup", "s_round_mode", "s_version",
   "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm"})
+# per wave: whether the conditional branch is taken
 _BRANCH = {"s_cbranch_scc0": lambda st, wv: ~st.scc[wv], "s_cbranch_scc1": lambda st, wv: st.scc[wv],
-           "s_cbranch_vccz": lambda st, wv: _mask_zero(st, wv, 106), "s_cbranch_vccnz": lambda st, wv: ~_mask_zero(st, wv, 106),
-           "s_cbranch_execz": lambda st, wv: _mask_zero(st, wv, EXEC), "s_cbranch_execnz": lambda st, wv: ~_mask_zero(st, wv, EXEC)}
-
-def _mask_zero(st: WaveState, wv, code: int) -> np.ndarray:
-  z = st.S[code, wv] == 0
-  return z & (st.S[code + 1, wv] == 0) if st.L == 64 else z
+           "s_cbranch_vccz": lambda st, wv: st.mask_is_zero(wv, VCC), "s_cbranch_vccnz": lambda st, wv: ~st.mask_is_zero(wv, VCC),
+           "s_cbranch_execz": lambda st, wv: st.mask_is_zero(wv, EXEC), "s_cbranch_execnz": lambda st, wv: ~st.mask_is_zero(wv, EXEC)}
 
 _CONTROL = frozenset({"s_endpgm", "s_barrier", "s_branch", "s_getpc_b64", "s_swappc_b64", "s_setpc_b64", "s_denorm_mode"})
 

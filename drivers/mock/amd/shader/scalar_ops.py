@@ -67,13 +67,20 @@ _binary("s_mul_hi_u32", lambda a, b: (a * b) >> np.uint64(32))
 _binary("s_mul_hi_i32", lambda a, b: _u64((_i64(a, 32) * _i64(b, 32)) >> 32) & M32)
 _binary("s_absdiff_i32", lambda a, b: _u64(np.abs(_i64(a, 32) - _i64(b, 32))) & M32, _nz)
 _binary("s_bfm_b32", lambda a, b: ((np.uint64(1) << (a & np.uint64(31))) - np.uint64(1)) << (b & np.uint64(31)) & M32)
-_binary("s_bfe_u32", lambda a, b: (a >> (b & np.uint64(31))) & ((np.uint64(1) << ((b >> np.uint64(16)) & np.uint64(127))) - np.uint64(1)), _nz)
-_binary("s_bfe_u64", lambda a, b: (a >> (b & np.uint64(63))) & ((np.uint64(1) << np.minimum((b >> np.uint64(16)) & np.uint64(127), np.uint64(63))) - np.uint64(1)), _nz)
-def _bfe_i32(a, b):
-  width = _i64((b >> np.uint64(16)) & np.uint64(127), 64)
-  field = _i64(a, 32) >> _i64(b & np.uint64(31), 64)
-  return _u64(np.where(width == 0, 0, (field << (64 - width)) >> (64 - np.maximum(width, 1)))) & M32
-_binary("s_bfe_i32", _bfe_i32, _nz)
+def _bfe(bits: int, signed: bool):
+  """S_BFE_*: a field of S0 at offset S1[5:0] (S1[4:0] for 32 bits), S1[22:16] bits wide, sign-extended if signed."""
+  def fn(a, b):
+    off = (b & np.uint64(bits - 1)).astype(np.int64)
+    width = np.minimum(((b >> np.uint64(16)) & np.uint64(127)).astype(np.int64), bits)
+    field = (_i64(a, bits) if signed else _u64(a).astype(np.int64) if bits == 32 else _u64(a).view(np.int64)) >> off
+    if signed: out = np.where(width == 0, 0, (field << (64 - width)) >> (64 - np.maximum(width, 1)))
+    else: out = _u64(field) & np.where(width >= 64, M64, (np.uint64(1) << _u64(np.minimum(width, 63))) - np.uint64(1))
+    return _u64(out) & (M32 if bits == 32 else M64)
+  return fn
+_binary("s_bfe_u32", _bfe(32, False), _nz)
+_binary("s_bfe_i32", _bfe(32, True), _nz)
+_binary("s_bfe_u64", _bfe(64, False), _nz)
+_binary("s_bfe_i64", _bfe(64, True), _nz)
 _binary("s_pack_ll_b32_b16", lambda a, b: (a & np.uint64(0xFFFF)) | (b & np.uint64(0xFFFF)) << np.uint64(16))
 _binary("s_pack_lh_b32_b16", lambda a, b: (a & np.uint64(0xFFFF)) | (b & np.uint64(0xFFFF0000)))
 _binary("s_pack_hh_b32_b16", lambda a, b: (a >> np.uint64(16)) | (b & np.uint64(0xFFFF0000)))

@@ -176,8 +176,14 @@ _op("v_or_b32", "u32 u32 u32", lambda st, a, b: a | b)
 _op("v_xor_b32", "u32 u32 u32", lambda st, a, b: a ^ b)
 _op("v_xnor_b32", "u32 u32 u32", lambda st, a, b: ~(a ^ b))
 _op("v_not_b32", "u32 u32", lambda st, a: ~a)
-_op("v_bfe_u32", "u32 u32 u32 u32", lambda st, a, b, c: (a >> (b & np.uint32(31))) & ((np.uint64(1) << _u64(c & np.uint32(31))) - np.uint64(1)).astype(np.uint32))
-_op("v_bfe_i32", "i32 i32 u32 u32", lambda st, a, b, c: np.where((c & np.uint32(31)) == 0, 0, ((a.astype(np.int64) >> _u64(b & np.uint32(31)).astype(np.int64)) << (64 - _u64(c & np.uint32(31)).astype(np.int64))) >> (64 - np.maximum(_u64(c & np.uint32(31)).astype(np.int64), 1))))
+def _bfe(st, a, b, c) -> np.ndarray:
+  """V_BFE_U32/I32: `c` bits of `a` from bit `b` (offset and width taken mod 32), sign-extended for signed `a`."""
+  off, width = (b & np.uint32(31)).astype(np.int64), (c & np.uint32(31)).astype(np.int64)
+  field = a.astype(np.int64) >> off
+  if a.dtype == np.uint32: return field & ((np.int64(1) << width) - 1)
+  return np.where(width == 0, 0, (field << (64 - width)) >> (64 - np.maximum(width, 1)))
+_op("v_bfe_u32", "u32 u32 u32 u32", _bfe)
+_op("v_bfe_i32", "i32 i32 u32 u32", _bfe)
 _op("v_bfi_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a & b) | (~a & c))
 _op("v_bfm_b32", "u32 u32 u32", lambda st, a, b: ((np.uint64(1) << _u64(a & np.uint32(31))) - np.uint64(1)).astype(np.uint32) << (b & np.uint32(31)))
 _op("v_alignbit_b32", "u32 u32 u32 u32", lambda st, a, b, c: ((_u64(a) << np.uint64(32) | _u64(b)) >> _u64(c & np.uint32(31))) & M32)

@@ -75,6 +75,11 @@ class WaveState:
     self.swrite(g, code, lo)
     if hi is not None: self.swrite(g, code + 1, hi)
 
+  def mask_is_zero(self, wv, code: int) -> np.ndarray:
+    """Per wave: whether the lane mask at SGPR `code` (a pair in wave64) has no bit set."""
+    zero = self.S[code, wv] == 0
+    return zero & (self.S[code + 1, wv] == 0) if self.L == 64 else zero
+
   def refresh_exec(self, wv) -> None:
     lo = self.S[EXEC, wv]
     hi = self.S[EXEC + 1, wv] if self.L == 64 else None
@@ -99,8 +104,7 @@ class WaveState:
     if k == "float": return np.uint64(_F64[op.value]) if regs == 2 else np.uint32(_F32[op.value])
     if k == "literal": return np.uint64(op.value << 32 if f64 else op.value) if regs == 2 else np.uint32(op.value)
     if k == "scc": return self.scc[g.wv].astype(np.uint32)
-    if k == "vccz": return (self.S[VCC, g.wv] == 0).astype(np.uint32) if self.L == 32 else ((self.S[VCC, g.wv] | self.S[VCC + 1, g.wv]) == 0).astype(np.uint32)
-    if k == "execz": return (self.S[EXEC, g.wv] == 0).astype(np.uint32) if self.L == 32 else ((self.S[EXEC, g.wv] | self.S[EXEC + 1, g.wv]) == 0).astype(np.uint32)
+    if k in ("vccz", "execz"): return self.mask_is_zero(g.wv, VCC if k == "vccz" else EXEC).astype(np.uint32)
     code = sgpr_code(op)
     if code == NULL: return np.uint64(0) if regs == 2 else np.uint32(0)
     if regs == 2: return self.S[code, g.wv].astype(np.uint64) | self.S[code + 1, g.wv].astype(np.uint64) << np.uint64(32)
