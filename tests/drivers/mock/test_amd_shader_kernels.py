@@ -1,5 +1,5 @@
-"""Real kernels on the RDNA3 shader core: LLVM IR written here, compiled by llvmlite's AMDGPU target for gfx1100, run
-by execute.run from the object's .text and kernel descriptor, and compared with numpy."""
+"""Real kernels on the shader core: LLVM IR written here, compiled by llvmlite's AMDGPU target for gfx1100 (and gfx942,
+decoded by cdna3.py), run by execute.run from the object's .text and kernel descriptor, and compared with numpy."""
 from __future__ import annotations
 import struct
 from functools import lru_cache
@@ -51,10 +51,10 @@ class Memory:
 # kernel_code_properties bits -> user SGPRs they take (AMDGPUUsage.rst "Kernel Descriptor" / "Initial Kernel Execution State")
 _USER_SGPRS = [(0, 4), (1, 2), (2, 2), (3, 2), (4, 2), (5, 2), (6, 1)]
 
-def launch(ir: str, name: str, groups, group_size, args: list, lds: int = 0, **kw) -> Memory:
-  """Run kernel `name` of module `ir` with kernel arguments `args` (numpy arrays become buffers, ints u32/u64 by
-  their numpy type); returns the memory (the arrays are updated in place)."""
-  _, obj = compile_kernel(ir)
+def launch(ir: str, name: str, groups, group_size, args: list, lds: int = 0, arch: str = "gfx1100", **kw) -> Memory:
+  """Run kernel `name` of module `ir` compiled for `arch` with kernel arguments `args` (numpy arrays become buffers,
+  numpy scalars are packed by their type); returns the memory (the arrays are updated in place)."""
+  _, obj = compile_kernel(ir, arch)
   text, rodata = section(obj, ".text"), section(obj, ".rodata")
   syms = symbols(obj)
   kd = rodata[syms[f"{name}.kd"][1]:syms[f"{name}.kd"][1] + 64]
@@ -74,11 +74,13 @@ def launch(ir: str, name: str, groups, group_size, args: list, lds: int = 0, **k
   for bit, n in _USER_SGPRS:
     if props >> bit & 1: user += [kernarg_va & 0xFFFFFFFF, kernarg_va >> 32] if bit == 3 else [0] * n
   wave = 32 if props >> 10 & 1 else 64
-  d = Dispatch("gfx1100", code_va, rsrc1, rsrc2, rsrc3, tuple(user), tuple(groups), tuple(group_size),
+  d = Dispatch(arch, code_va, rsrc1, rsrc2, rsrc3, tuple(user), tuple(groups), tuple(group_size),
                wave == 32, max(lds, group_fixed), scratch_va=0x4000000, scratch_wave_bytes=private_fixed * wave)
   run(d, mem, **kw)
   return mem
 
+# gfx942 code comes through cdna3.py's decoder (RDNA3 mnemonics where the behaviour is the same) into the same executor
+ARCHS = ["gfx1100", "gfx942"]
 WI = "declare i32 @llvm.amdgcn.workitem.id.x()\ndeclare i32 @llvm.amdgcn.workgroup.id.x()\n"
 
 VADD = HEAD + WI + f"""
@@ -104,11 +106,12 @@ end:
 attributes #0 = {{ {ATTRS} }}
 """
 
-def test_vector_add_partial_grid():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_vector_add_partial_grid(arch):
   n = 1000
   a, b = np.random.default_rng(0).standard_normal((2, n)).astype(np.float32)
   c = np.full(1024, -7, np.float32)
-  launch(VADD, "vadd", (16, 1, 1), (64, 1, 1), [a, b, c, np.int32(n)])
+  launch(VADD, "vadd", (16, 1, 1), (64, 1, 1), [a, b, c, np.int32(n)], arch=arch)
   np.testing.assert_array_equal(c[:n], a + b)
   assert (c[n:] == -7).all()  # lanes past n never store
 
@@ -127,12 +130,13 @@ define amdgpu_kernel void @fdiv(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr ad
 attributes #0 = {{ {ATTRS} }}
 """
 
-def test_fdiv_expansion_is_correctly_rounded():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fdiv_expansion_is_correctly_rounded(arch):
   rng = np.random.default_rng(1)
   a = np.concatenate([rng.standard_normal(48) * 1e3, [0, 1, -1, np.inf, 3e38, 1e-40, 0, 5, np.nan, 7, 1e-30, 2e30, 6, 1, -2, 4]]).astype(np.float32)
   b = np.concatenate([rng.standard_normal(48), [0, 0, 3, np.inf, 1e-3, 3, 5, np.inf, 1, -0.0, 1e30, 1e-5, 7, 3, 3, 1e-40]]).astype(np.float32)
   c = np.zeros(64, np.float32)
-  launch(FDIV, "fdiv", (1, 1, 1), (64, 1, 1), [a, b, c])
+  launch(FDIV, "fdiv", (1, 1, 1), (64, 1, 1), [a, b, c], arch=arch)
   with np.errstate(all="ignore"): want = a / b
   np.testing.assert_array_equal(c.view(np.uint32)[~np.isnan(want)], want.view(np.uint32)[~np.isnan(want)])
   assert np.isnan(c[np.isnan(want)]).all()
@@ -187,10 +191,11 @@ exit:
 attributes #0 = {{ {ATTRS} "amdgpu-flat-work-group-size"="256,256" }}
 """
 
-def test_lds_tree_reduction_with_barriers():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_lds_tree_reduction_with_barriers(arch):
   x = np.random.default_rng(2).integers(-50, 50, 8 * 256).astype(np.float32)  # small integers: any order sums exactly
   out = np.zeros(8, np.float32)
-  launch(REDUCE, "reduce", (8, 1, 1), (256, 1, 1), [x, out])
+  launch(REDUCE, "reduce", (8, 1, 1), (256, 1, 1), [x, out], arch=arch)
   np.testing.assert_array_equal(out, x.reshape(8, 256).sum(1))
 
 F64_LOOP = HEAD + WI + f"""
@@ -217,10 +222,11 @@ out:
 attributes #0 = {{ {ATTRS} }}
 """
 
-def test_f64_loop_with_fdiv():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_f64_loop_with_fdiv(arch):
   x = np.random.default_rng(3).standard_normal(32)
   y = np.zeros(32)
-  launch(F64_LOOP, "poly", (1, 1, 1), (32, 1, 1), [x, y, np.int32(5)])
+  launch(F64_LOOP, "poly", (1, 1, 1), (32, 1, 1), [x, y, np.int32(5)], arch=arch)
   want = np.ones(32)
   for _ in range(5): want = want * x / 3.0 + 0.25
   np.testing.assert_array_equal(y, want)
@@ -251,11 +257,12 @@ attributes #0 = {{ {ATTRS} }}
 
 def _fma16(a, b, c): return (a.astype(np.float64) * b + c).astype(np.float16)
 
-def test_half_precision_true16_halves():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_half_precision_true16_halves(arch):
   rng = np.random.default_rng(4)
   a, b = (rng.standard_normal(64) * 4).astype(np.float16), (rng.standard_normal(64) * 4).astype(np.float16)
   c, d = np.zeros(64, np.float16), np.zeros(64, np.float32)
-  launch(HALF, "half", (1, 1, 1), (64, 1, 1), [a, b, c, d])
+  launch(HALF, "half", (1, 1, 1), (64, 1, 1), [a, b, c, d], arch=arch)
   s = (a * b).astype(np.float16) + a
   want = np.maximum(_fma16(s, b, np.float16(1)), b)
   np.testing.assert_array_equal(c, want)
@@ -363,15 +370,15 @@ attributes #0 = {{ {attrs} }}
 def ints_kernel(wave64: bool) -> str:
   return INTS.format(attrs=ATTRS + (' "target-features"="+wavefrontsize64"' if wave64 else ""))
 
-@pytest.mark.parametrize("wave64", [False, True])
-def test_integer_ops_and_atomics(wave64):
+@pytest.mark.parametrize("arch,wave64", [("gfx1100", False), ("gfx1100", True), ("gfx942", True)])
+def test_integer_ops_and_atomics(arch, wave64):
   n = 96
   rng = np.random.default_rng(5)
   a = rng.integers(-2**31, 2**31, n).astype(np.int32)
   b = rng.integers(1, 2**31, n).astype(np.int32)
   b[:4] = [1, 3, 0x10000, 7]
   o, o64, cnt = np.zeros(10 * n, np.int32), np.zeros(n, np.int64), np.array([5, -3], np.int32)
-  launch(ints_kernel(wave64), "ints", (1, 1, 1), (n, 1, 1), [a, b, o, o64, cnt])
+  launch(ints_kernel(wave64), "ints", (1, 1, 1), (n, 1, 1), [a, b, o, o64, cnt], arch=arch)
   o = o.reshape(n, 10)
   au, bu = a.view(np.uint32), b.view(np.uint32)
   np.testing.assert_array_equal(o[:, 0].view(np.uint32), au // bu)
@@ -413,8 +420,9 @@ read:
 attributes #0 = { {ATTRS} }
 """.replace("{ATTRS}", ATTRS)
 
-def test_private_array_in_scratch():
+@pytest.mark.parametrize("arch", ARCHS)
+def test_private_array_in_scratch(arch):
   j = np.random.default_rng(6).integers(0, 16, 64).astype(np.int32)
   out = np.zeros(64, np.int32)
-  launch(PRIVATE, "priv", (1, 1, 1), (64, 1, 1), [j, out])
+  launch(PRIVATE, "priv", (1, 1, 1), (64, 1, 1), [j, out], arch=arch)
   np.testing.assert_array_equal(out, j * np.arange(64))  # lane i filled arr[k] = k * i, then read arr[j[i]]

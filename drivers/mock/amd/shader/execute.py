@@ -5,7 +5,7 @@ are decoded once per dispatch (cached by address) and executed by mnemonic (scal
 another architecture's decoder can reuse the executor."""
 from __future__ import annotations
 import numpy as np
-from drivers.mock.amd.shader import rdna3
+from drivers.mock.amd.shader import cdna3, rdna3
 from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
@@ -32,9 +32,15 @@ def has_semantics(name: str) -> bool:
   return name in OPS or name in _NO_EFFECT or name in _BRANCH or name in _CONTROL
 
 def decoder_for(arch: str):
-  """The decode function of an architecture's encodings."""
+  """decode(code, offset, wave64) for an architecture's encodings (CDNA3's waves are always 64 lanes wide)."""
   if arch.startswith("gfx11"): return rdna3.decode
+  if arch.startswith("gfx94"): return lambda code, offset, wave64: cdna3.decode(code, offset)
   raise ShaderFault(f"no instruction decoder for {arch}")
+
+def vgpr_granule(arch: str, wave_size: int) -> int:
+  """Registers per COMPUTE_PGM_RSRC1.VGPRS step: gfx10+ 8 in wave32 and 4 in wave64; gfx90a/gfx94x 8 (unified VGPR+AGPR
+  file) (AMDGPUUsage.rst "compute_pgm_rsrc1" GRANULATED_WORKITEM_VGPR_COUNT)."""
+  return 8 if wave_size == 32 or arch.startswith("gfx9") else 4
 
 class _Program:
   """Instructions fetched through GPU memory, decoded once per address."""
@@ -67,8 +73,7 @@ class _Batch:
   def __init__(self, d: Dispatch, memory: GPUMemory, program: _Program, groups: list, L: int, wpg: int, step_limit: int):
     self.d, self.program, self.L, self.wpg, self.step_limit = d, program, L, wpg, step_limit
     nw = len(groups) * wpg
-    granule = 8 if L == 32 else 4  # VGPR allocation granule in RSRC1[5:0] (gfx10+ wave32 8, wave64 4)
-    self.st = st = WaveState(nw, L, min(256, ((d.rsrc1 & 0x3F) + 1) * granule))
+    self.st = st = WaveState(nw, L, min(512, ((d.rsrc1 & 0x3F) + 1) * vgpr_granule(d.arch, L)))
     st.memory = memory
     self._modes(d.rsrc1)
     st.lds_bytes = d.lds_bytes

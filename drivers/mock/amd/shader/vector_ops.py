@@ -143,6 +143,7 @@ def _sx(x, bits: int) -> np.ndarray:
   return (v.astype(np.int64) ^ (1 << (bits - 1))) - (1 << (bits - 1))
 _op("v_mov_b32", "u32 u32", lambda st, a: a)
 _op("v_mov_b16", "u16 u16", lambda st, a: a)
+_op("v_mov_b64", "u64 u64", lambda st, a: a)  # CDNA3 only
 _op("v_add_nc_u32", "u32 u32 u32", lambda st, a, b: a + b)
 _op("v_sub_nc_u32", "u32 u32 u32", lambda st, a, b: a - b)
 _op("v_subrev_nc_u32", "u32 u32 u32", lambda st, a, b: b - a)
@@ -167,6 +168,7 @@ _op("v_lshrrev_b64", "u64 u32 u64", lambda st, a, b: b >> (a & np.uint32(63)).as
 _op("v_ashrrev_i64", "i64 u32 i64", lambda st, a, b: b >> (a & np.uint32(63)).astype(np.int64))
 _op("v_lshl_add_u32", "u32 u32 u32 u32", lambda st, a, b, c: (a << (b & np.uint32(31))) + c)
 _op("v_add_lshl_u32", "u32 u32 u32 u32", lambda st, a, b, c: (a + b) << (c & np.uint32(31)))
+_op("v_lshl_add_u64", "u64 u64 u32 u64", lambda st, a, b, c: (a << (b & np.uint32(7)).astype(np.uint64)) + c)  # CDNA3 only
 _op("v_lshl_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a << (b & np.uint32(31))) | c)
 _op("v_and_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a & b) | c)
 _op("v_or3_b32", "u32 u32 u32 u32", lambda st, a, b, c: a | b | c)
