@@ -34,24 +34,36 @@ def has_semantics(name: str) -> bool:
 def decoder_for(arch: str):
   """decode(code, offset, wave64) for an architecture's encodings (CDNA3's waves are always 64 lanes wide)."""
   if arch.startswith("gfx11"): return rdna3.decode
-  if arch.startswith("gfx94"): return lambda code, offset, wave64: cdna3.decode(code, offset)
+  if arch.startswith("gfx94"): return _cdna3_decode
   raise ShaderFault(f"no instruction decoder for {arch}")
+
+def _cdna3_decode(code, offset: int, wave64: bool) -> Instruction: return cdna3.decode(code, offset)
 
 def vgpr_granule(arch: str, wave_size: int) -> int:
   """Registers per COMPUTE_PGM_RSRC1.VGPRS step: gfx10+ 8 in wave32 and 4 in wave64; gfx90a/gfx94x 8 (unified VGPR+AGPR
   file) (AMDGPUUsage.rst "compute_pgm_rsrc1" GRANULATED_WORKITEM_VGPR_COUNT)."""
   return 8 if wave_size == 32 or arch.startswith("gfx9") else 4
 
+# decoded instructions by (decoder, up to 12 bytes at the PC, wave64), shared by dispatches: an instruction is at most
+# 12 bytes (8 + a literal), so these bytes determine it whatever address it sits at
+_DECODED: dict = {}
+_DECODED_LIMIT = 1 << 16
+
 class _Program:
-  """Instructions fetched through GPU memory, decoded once per address."""
+  """Instructions fetched through GPU memory, decoded once per address in a dispatch."""
   def __init__(self, memory: GPUMemory, decode, wave64: bool):
     self.memory, self.decode, self.wave64, self.cache = memory, decode, wave64, {}
   def at(self, pc: int) -> Instruction:
     ins = self.cache.get(pc)
     if ins is None:
       buf, base = self.memory.span(pc, pc + 4)
-      try: ins = self.decode(buf, pc - base, self.wave64)
-      except UnknownInstruction as e: raise UnknownInstruction(f"{e} (address {pc:#x})", pc) from None
+      key = (self.decode, bytes(buf[pc - base:pc - base + 12]), self.wave64)
+      ins = _DECODED.get(key)
+      if ins is None:
+        try: ins = self.decode(buf, pc - base, self.wave64)
+        except UnknownInstruction as e: raise UnknownInstruction(f"{e} (address {pc:#x})", pc) from None
+        if len(_DECODED) >= _DECODED_LIMIT: _DECODED.clear()
+        _DECODED[key] = ins
       self.cache[pc] = ins
     return ins
 
