@@ -426,3 +426,34 @@ def test_private_array_in_scratch(arch):
   out = np.zeros(64, np.int32)
   launch(PRIVATE, "priv", (1, 1, 1), (64, 1, 1), [j, out], arch=arch)
   np.testing.assert_array_equal(out, j * np.arange(64))  # lane i filled arr[k] = k * i, then read arr[j[i]]
+
+PACKED = HEAD + WI + """declare <2 x half> @llvm.fma.v2f16(<2 x half>, <2 x half>, <2 x half>)
+declare <2 x half> @llvm.maxnum.v2f16(<2 x half>, <2 x half>)
+define amdgpu_kernel void @pk(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c) #0 {
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <2 x half>, ptr addrspace(1) %a, i32 %i
+  %pb = getelementptr <2 x half>, ptr addrspace(1) %b, i32 %i
+  %pc = getelementptr <2 x half>, ptr addrspace(1) %c, i32 %i
+  %x = load <2 x half>, ptr addrspace(1) %pa
+  %y = load <2 x half>, ptr addrspace(1) %pb
+  %m = fmul <2 x half> %x, %y
+  %s = fadd <2 x half> %m, <half 0xH3C00, half 0xH4000>
+  %sw = shufflevector <2 x half> %s, <2 x half> %y, <2 x i32> <i32 1, i32 2>
+  %f = call <2 x half> @llvm.fma.v2f16(<2 x half> %sw, <2 x half> %x, <2 x half> %y)
+  %n = fneg <2 x half> %f
+  %mx = call <2 x half> @llvm.maxnum.v2f16(<2 x half> %n, <2 x half> %x)
+  store <2 x half> %mx, ptr addrspace(1) %pc
+  ret void
+}
+attributes #0 = { {ATTRS} }
+""".replace("{ATTRS}", ATTRS)
+
+def test_packed_half_math():
+  rng = np.random.default_rng(8)
+  a, b = (rng.standard_normal((2, 64, 2)) * 3).astype(np.float16)
+  c = np.zeros((64, 2), np.float16)
+  launch(PACKED, "pk", (1, 1, 1), (64, 1, 1), [a, b, c])
+  s = (a * b).astype(np.float16) + np.array([1, 2], np.float16)
+  sw = np.stack([s[:, 1], b[:, 0]], axis=1)
+  f = (sw.astype(np.float64) * a + b).astype(np.float16)
+  np.testing.assert_array_equal(c, np.maximum(-f, a))

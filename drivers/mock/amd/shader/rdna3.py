@@ -195,7 +195,7 @@ def _vop3_modifiers(name: str, f: dict, nsrc: int) -> str:
   if "opsel_hi" in f:
     mix = name.startswith("v_fma_mix")
     if f["opsel"]: out += " op_sel:[" + ",".join(str(f["opsel"] >> i & 1) for i in range(nsrc)) + "]"
-    if f["opsel_hi"] != (0 if mix else (1 << nsrc) - 1):
+    if f["opsel_hi"] & ((1 << nsrc) - 1) != (0 if mix else (1 << nsrc) - 1):
       out += " op_sel_hi:[" + ",".join(str(f["opsel_hi"] >> i & 1) for i in range(nsrc)) + "]"
     if f["neg"] and not mix: out += " neg_lo:[" + ",".join(str(f["neg"] >> i & 1) for i in range(nsrc)) + "]"
     if f["neg_hi"]: out += " neg_hi:[" + ",".join(str(f["neg_hi"] >> i & 1) for i in range(nsrc)) + "]"
