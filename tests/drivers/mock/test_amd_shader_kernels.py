@@ -457,3 +457,52 @@ def test_packed_half_math():
   sw = np.stack([s[:, 1], b[:, 0]], axis=1)
   f = (sw.astype(np.float64) * a + b).astype(np.float16)
   np.testing.assert_array_equal(c, np.maximum(-f, a))
+
+WMMA = HEAD + "declare i32 @llvm.amdgcn.workitem.id.x()\n" + """declare <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16(<16 x half>, <16 x half>, <8 x float>)
+declare <16 x half> @llvm.amdgcn.wmma.f16.16x16x16.f16.v16f16.v16f16(<16 x half>, <16 x half>, <16 x half>, i1)
+declare <8 x i32> @llvm.amdgcn.wmma.i32.16x16x16.iu8.v8i32.v4i32(i1, <4 x i32>, i1, <4 x i32>, <8 x i32>, i1)
+define amdgpu_kernel void @mm(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c, ptr addrspace(1) %d, ptr addrspace(1) %e, ptr addrspace(1) %ia, ptr addrspace(1) %ib, ptr addrspace(1) %io) #0 {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <16 x half>, ptr addrspace(1) %a, i32 %l
+  %pb = getelementptr <16 x half>, ptr addrspace(1) %b, i32 %l
+  %pc = getelementptr <8 x float>, ptr addrspace(1) %c, i32 %l
+  %pd = getelementptr <8 x float>, ptr addrspace(1) %d, i32 %l
+  %pe = getelementptr <16 x half>, ptr addrspace(1) %e, i32 %l
+  %va = load <16 x half>, ptr addrspace(1) %pa
+  %vb = load <16 x half>, ptr addrspace(1) %pb
+  %vc = load <8 x float>, ptr addrspace(1) %pc
+  %r = call <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16.v8f32.v16f16(<16 x half> %va, <16 x half> %vb, <8 x float> %vc)
+  store <8 x float> %r, ptr addrspace(1) %pd
+  %h = call <16 x half> @llvm.amdgcn.wmma.f16.16x16x16.f16.v16f16.v16f16(<16 x half> %va, <16 x half> %vb, <16 x half> zeroinitializer, i1 0)
+  store <16 x half> %h, ptr addrspace(1) %pe
+  %pia = getelementptr <4 x i32>, ptr addrspace(1) %ia, i32 %l
+  %pib = getelementptr <4 x i32>, ptr addrspace(1) %ib, i32 %l
+  %pio = getelementptr <8 x i32>, ptr addrspace(1) %io, i32 %l
+  %xa = load <4 x i32>, ptr addrspace(1) %pia
+  %xb = load <4 x i32>, ptr addrspace(1) %pib
+  %xi = call <8 x i32> @llvm.amdgcn.wmma.i32.16x16x16.iu8.v8i32.v4i32(i1 1, <4 x i32> %xa, i1 0, <4 x i32> %xb, <8 x i32> zeroinitializer, i1 0)
+  store <8 x i32> %xi, ptr addrspace(1) %pio
+  ret void
+}
+attributes #0 = { {ATTRS} }
+""".replace("{ATTRS}", ATTRS)
+
+def test_wmma_tiles():
+  """Fragments laid out as AMD's WMMA guide gives them (lane l: row l%16 of A, column l%16 of B; D[2r + l//16][l%16]
+  in register r), with each 16-lane half of the wave holding the same A and B."""
+  rng = np.random.default_rng(10)
+  A, B = (rng.standard_normal((2, 16, 16)) * 2).astype(np.float16)
+  C = rng.standard_normal((16, 16)).astype(np.float32)
+  lanes = np.arange(32)
+  a, b = A[lanes % 16], B.T[lanes % 16]                       # (32, 16) halves per lane
+  r = np.arange(8)
+  rows, cols = 2 * r[None, :] + lanes[:, None] // 16, lanes[:, None] % 16
+  c, d, e = C[rows, cols], np.zeros((32, 8), np.float32), np.zeros((32, 16), np.float16)
+  IA, IB = rng.integers(-128, 128, (16, 16)).astype(np.int8), rng.integers(0, 256, (16, 16)).astype(np.uint8)
+  ia, ib, io = IA[lanes % 16], IB.T[lanes % 16], np.zeros((32, 8), np.int32)
+  launch(WMMA, "mm", (1, 1, 1), (32, 1, 1), [a, b, c, d, e, ia, ib, io])
+  want = (A.astype(np.float64) @ B.astype(np.float64) + C)[rows, cols].astype(np.float32)
+  np.testing.assert_allclose(d, want, rtol=1e-6, atol=1e-5)
+  want16 = (A.astype(np.float64) @ B.astype(np.float64))[rows, cols].astype(np.float16)
+  np.testing.assert_allclose(e[:, 0::2].astype(np.float32), want16, rtol=2e-3, atol=2e-3)  # lo halves of 8 registers
+  np.testing.assert_array_equal(io, (IA.astype(np.int64) @ IB.astype(np.int64))[rows, cols])

@@ -299,8 +299,9 @@ def _vop3p(w: _Words, offset: int, wave64: bool) -> Instruction:
   f = {"vdst": Operand("v", _field(d0, 7, 0)), "neg_hi": _field(d0, 10, 8), "opsel": _field(d0, 13, 11),
        "opsel_hi": _field(d1, 28, 27) | _field(d0, 14, 14) << 2, "clamp": _field(d0, 15, 15), "neg": _field(d1, 31, 29)}
   f.update({f"src{i}": s for i, s in enumerate(srcs)})
-  if name.startswith("v_wmma"):
-    wd = (8 if "f32" in name.split("_")[2] or "i32" in name.split("_")[2] else 4, 4, 4, 8)
+  if name.startswith("v_wmma"):  # A/B: 16 values of the input type per lane; C/D: 8 rows per lane in wave32, 4 in wave64
+    ab, cd = {"f16": 8, "bf16": 8, "iu8": 4, "iu4": 2}[name.split("_")[-1]], 4 if wave64 else 8
+    wd = (cd, ab, ab, cd)
   else: wd = (1, 1, 1, 1)
   mix = name.startswith("v_fma_mix")
   texts = []
