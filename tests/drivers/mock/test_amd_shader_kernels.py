@@ -506,3 +506,51 @@ def test_wmma_tiles():
   want16 = (A.astype(np.float64) @ B.astype(np.float64))[rows, cols].astype(np.float16)
   np.testing.assert_allclose(e[:, 0::2].astype(np.float32), want16, rtol=2e-3, atol=2e-3)  # lo halves of 8 registers
   np.testing.assert_array_equal(io, (IA.astype(np.int64) @ IB.astype(np.int64))[rows, cols])
+
+CROSS_LANE = HEAD + "declare i32 @llvm.amdgcn.workitem.id.x()\n" + """declare i32 @llvm.amdgcn.ds.bpermute(i32, i32)
+declare i32 @llvm.amdgcn.readfirstlane.i32(i32)
+declare i32 @llvm.amdgcn.ballot.i32(i1)
+declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)
+declare void @llvm.amdgcn.s.barrier()
+@lds = internal addrspace(3) global [64 x i32] undef, align 8
+define amdgpu_kernel void @misc(ptr addrspace(1) %a, ptr addrspace(1) %o) #0 {
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr i32, ptr addrspace(1) %a, i32 %i
+  %x = load i32, ptr addrspace(1) %pa
+  %src = xor i32 %i, 5
+  %addr = shl i32 %src, 2
+  %perm = call i32 @llvm.amdgcn.ds.bpermute(i32 %addr, i32 %x)
+  %first = call i32 @llvm.amdgcn.readfirstlane.i32(i32 %x)
+  %odd = trunc i32 %x to i1
+  %bal = call i32 @llvm.amdgcn.ballot.i32(i1 %odd)
+  %mb = call i32 @llvm.amdgcn.mbcnt.lo(i32 %bal, i32 0)
+  %s1 = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %i
+  store i32 %x, ptr addrspace(3) %s1
+  call void @llvm.amdgcn.s.barrier()
+  %j = and i32 %i, 30
+  %l0 = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %j
+  %j1 = add i32 %j, 1
+  %l1 = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %j1
+  %v0 = load i32, ptr addrspace(3) %l0
+  %v1 = load i32, ptr addrspace(3) %l1
+  %sum = add i32 %v0, %v1
+  %r0 = add i32 %perm, %first
+  %r1 = add i32 %r0, %mb
+  %r2 = mul i32 %r1, %sum
+  %po = getelementptr i32, ptr addrspace(1) %o, i32 %i
+  store i32 %r2, ptr addrspace(1) %po
+  ret void
+}
+attributes #0 = { {ATTRS} "amdgpu-flat-work-group-size"="32,32" }
+""".replace("{ATTRS}", ATTRS)
+
+def test_cross_lane_intrinsics_and_lds_pairs():
+  x = np.random.default_rng(12).integers(0, 1000, 32).astype(np.uint32)
+  out = np.zeros(32, np.uint32)
+  launch(CROSS_LANE, "misc", (1, 1, 1), (32, 1, 1), [x, out])
+  i = np.arange(32)
+  ballot = sum(1 << k for k in range(32) if x[k] & 1)
+  below = np.array([bin(ballot & ((1 << k) - 1)).count("1") for k in range(32)])
+  j = i & 30
+  want = ((x[i ^ 5].astype(np.int64) + x[0] + below) * (x[j].astype(np.int64) + x[j + 1])) & 0xFFFFFFFF
+  np.testing.assert_array_equal(out, want)

@@ -147,7 +147,7 @@ def _sopp(w: _Words, offset: int) -> Instruction:
 
 def _sopp_operand(name: str, simm: int) -> str:
   if name in ("s_endpgm", "s_barrier", "s_code_end", "s_wakeup", "s_icache_inv", "s_endpgm_saved",
-              "s_endpgm_ordered_ps_done", "s_ttracedata", "s_wait_idle", "s_sethalt_0") and simm == 0: return ""
+              "s_endpgm_ordered_ps_done", "s_ttracedata", "s_wait_idle") and simm == 0: return ""
   if name == "s_waitcnt":  # gfx11 layout: vmcnt[15:10], lgkmcnt[9:4], expcnt[2:0] (RDNA3 ISA guide, S_WAITCNT)
     counts = [("vmcnt", simm >> 10 & 0x3F, 0x3F), ("expcnt", simm & 7, 7), ("lgkmcnt", simm >> 4 & 0x3F, 0x3F)]
     shown = [f"{n}({v})" for n, v, full in counts if v != full]
@@ -212,7 +212,8 @@ def _vop1(w: _Words, offset: int, wave64: bool) -> Instruction:
   f = {"vdst": vdst, "src0": _half(w.src(_field(d, 8, 0)), h[1])}
   if name == "v_nop" or name == "v_pipeflush": return Instruction(name, "VOP1", w.size, f, f"{name}_e32")
   wd = widths(name)
-  text = _vop_text(name, "_e32", [operand_text(vdst, wd[0], half=h[0])], [f["src0"]], wd, f, wave64)
+  suffix = "" if name in _SDST_VOP1 else "_e32"  # v_readfirstlane_b32 has no VOP3 twin to tell apart
+  text = _vop_text(name, suffix, [operand_text(vdst, wd[0], half=h[0])], [f["src0"]], wd, f, wave64)
   return Instruction(name, "VOP1", w.size, f, text)
 
 def _no_dpp(code: int, enc: str, offset: int) -> None:
