@@ -311,3 +311,9 @@ def test_bit_field_and_cross_lane_ops():
   np.testing.assert_array_equal(out[:, 4], [32 - int(x).bit_length() if x else 0xFFFFFFFF for x in a])
   assert (out[:, 5] == a[5]).all()
   np.testing.assert_array_equal(out[:, 6], np.where(lane == 3, 0x5A5A5A5A + 0x10000, b))
+
+def test_decoded_instruction_without_semantics_and_s_trap_fault():
+  with pytest.raises(UnknownInstruction, match=r"VOP1 v_cvt_off_f32_i4 at address 0x101c "):  # code at 0x1000, 28 bytes of frame
+    execute(vop1(14, 5, V(1)), [5])
+  with pytest.raises(ShaderFault, match="s_trap"):
+    execute(sopp(16, 2), [1])
