@@ -2,8 +2,7 @@
 whose waves run in lockstep: each step, the waves at the lowest PC execute that instruction together (vector state
 is one numpy column per lane); s_barrier holds a wave until every live wave of its workgroup arrives. Instructions
 are decoded once per dispatch (cached by address) and executed by mnemonic (scalar_ops, vector_ops, matrix_ops,
-memory_ops), so
-another architecture's decoder can reuse the executor."""
+memory_ops), so another architecture's decoder can reuse the executor."""
 from __future__ import annotations
 import numpy as np
 from drivers.mock.amd.shader import cdna3, rdna3
@@ -20,14 +19,18 @@ RUNNING, AT_BARRIER, DONE = 0, 1, 2
 # instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
   "s_waitcnt_depctr", "s_nop", "s_delay_alu", "s_clause", "s_sendmsg", "s_set_inst_prefetch_distance", "s_sleep",
-  "s_setprio", "s_icache_inv", "s_dcache_inv", "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle", "s_wakeup", "s_round_mode", "s_version",
-  "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm"})
+  "s_setprio", "s_icache_inv", "s_dcache_inv", "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle",
+  "s_wakeup", "s_round_mode", "s_version", "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm"})
 # per wave: whether the conditional branch is taken
 _BRANCH = {"s_cbranch_scc0": lambda st, wv: ~st.scc[wv], "s_cbranch_scc1": lambda st, wv: st.scc[wv],
            "s_cbranch_vccz": lambda st, wv: st.mask_is_zero(wv, VCC), "s_cbranch_vccnz": lambda st, wv: ~st.mask_is_zero(wv, VCC),
            "s_cbranch_execz": lambda st, wv: st.mask_is_zero(wv, EXEC), "s_cbranch_execnz": lambda st, wv: ~st.mask_is_zero(wv, EXEC)}
 
 _CONTROL = frozenset({"s_endpgm", "s_barrier", "s_branch", "s_getpc_b64", "s_swappc_b64", "s_setpc_b64", "s_denorm_mode"})
+
+def _branch_target(pc: int, simm16: int) -> int:
+  """SOPP branches jump by the signed dword count simm16 from the next instruction."""
+  return pc + 4 + 4 * (simm16 - 0x10000 if simm16 & 0x8000 else simm16)
 
 def has_semantics(name: str) -> bool:
   """Whether the executor runs instructions of this mnemonic (the rest raise UnknownInstruction when reached)."""
@@ -162,10 +165,9 @@ class _Batch:
     if name in _NO_EFFECT: pass
     elif name == "s_endpgm": self.state[g.wv] = DONE; self._release(); return
     elif name == "s_barrier": self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return
-    elif name == "s_branch": nxt = pc + 4 + 4 * rdna3._sext(ins.fields["simm16"], 16)
+    elif name == "s_branch": nxt = _branch_target(pc, ins.fields["simm16"])
     elif name in _BRANCH:
-      target = pc + 4 + 4 * rdna3._sext(ins.fields["simm16"], 16)
-      self.pc[g.wv] = np.where(_BRANCH[name](st, g.wv), target, nxt)
+      self.pc[g.wv] = np.where(_BRANCH[name](st, g.wv), _branch_target(pc, ins.fields["simm16"]), nxt)
       return
     elif name in ("s_getpc_b64", "s_swappc_b64", "s_setpc_b64"): nxt = self._pc_ops(g, ins, nxt)
     elif name == "s_denorm_mode":
@@ -177,10 +179,10 @@ class _Batch:
     self.pc[g.wv] = nxt
 
   def _pc_ops(self, g: Group, ins: Instruction, nxt: int):
+    """s_getpc_b64 / s_swappc_b64 write the next instruction's address; s_setpc_b64 / s_swappc_b64 jump per wave."""
     st = self.st
-    if ins.name in ("s_getpc_b64", "s_swappc_b64"): st.swrite_op(g, ins.fields["sdst"], np.full(g.nw, nxt, np.uint64), 2)
-    if ins.name == "s_getpc_b64": return nxt
-    target = np.broadcast_to(st.sread(g, ins.fields["ssrc0"], 2), (g.nw,)).astype(np.int64)
+    target = nxt if ins.name == "s_getpc_b64" else np.broadcast_to(st.sread(g, ins.fields["ssrc0"], 2), (g.nw,)).astype(np.int64)
+    if ins.name != "s_setpc_b64": st.swrite_op(g, ins.fields["sdst"], np.full(g.nw, nxt, np.uint64), 2)
     return target
 
   def _release(self) -> None:
