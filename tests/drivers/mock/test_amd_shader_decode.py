@@ -5,8 +5,8 @@ import re
 import pytest
 from drivers.mock.amd.shader.instruction import UnknownInstruction
 from drivers.mock.amd.shader.rdna3 import decode, disassemble
-from tests.drivers.mock.test_amd_shader_kernels import (CROSS_LANE, F64_LOOP, FDIV, HALF, PACKED, PRIVATE, REDUCE, VADD,
-                                                        WMMA, compile_kernel, ints_kernel, section)
+from tests.drivers.mock.test_amd_shader_kernels import (CROSS_LANE, F64_LOOP, FDIV, HALF, PACKED, PRIVATE, REDUCE, SATURATE,
+                                                        VADD, WMMA, compile_kernel, ints_kernel, section)
 
 def listing(asm: str) -> tuple[list[str], dict[str, int]]:
   """(instructions, label -> index of the instruction after it) of the first function in an LLVM listing."""
@@ -20,7 +20,7 @@ def listing(asm: str) -> tuple[list[str], dict[str, int]]:
 
 KERNELS = {"vadd": (VADD, False), "fdiv": (FDIV, False), "reduce": (REDUCE, False), "f64_loop": (F64_LOOP, False),
            "half": (HALF, False), "private": (PRIVATE, False), "packed": (PACKED, False), "wmma": (WMMA, False),
-           "cross_lane": (CROSS_LANE, False), "ints": (ints_kernel(False), False), "ints_wave64": (ints_kernel(True), True)}
+           "cross_lane": (CROSS_LANE, False), "saturate": (SATURATE, False), "ints": (ints_kernel(False), False), "ints_wave64": (ints_kernel(True), True)}
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_text_matches_llvm_listing(name):

@@ -554,3 +554,44 @@ def test_cross_lane_intrinsics_and_lds_pairs():
   j = i & 30
   want = ((x[i ^ 5].astype(np.int64) + x[0] + below) * (x[j].astype(np.int64) + x[j + 1])) & 0xFFFFFFFF
   np.testing.assert_array_equal(out, want)
+
+SATURATE = HEAD + "declare i32 @llvm.amdgcn.workitem.id.x()\n" + """declare i32 @llvm.uadd.sat.i32(i32, i32)
+declare i32 @llvm.ssub.sat.i32(i32, i32)
+declare i16 @llvm.sadd.sat.i16(i16, i16)
+define amdgpu_kernel void @sat(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %o) #0 {
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr i32, ptr addrspace(1) %a, i32 %i
+  %pb = getelementptr i32, ptr addrspace(1) %b, i32 %i
+  %x = load i32, ptr addrspace(1) %pa
+  %y = load i32, ptr addrspace(1) %pb
+  %u = call i32 @llvm.uadd.sat.i32(i32 %x, i32 %y)
+  %s = call i32 @llvm.ssub.sat.i32(i32 %x, i32 %y)
+  %x16 = trunc i32 %x to i16
+  %y16 = trunc i32 %y to i16
+  %h = call i16 @llvm.sadd.sat.i16(i16 %x16, i16 %y16)
+  %hz = sext i16 %h to i32
+  %base = mul i32 %i, 3
+  %p0 = getelementptr i32, ptr addrspace(1) %o, i32 %base
+  store i32 %u, ptr addrspace(1) %p0
+  %b1 = add i32 %base, 1
+  %p1 = getelementptr i32, ptr addrspace(1) %o, i32 %b1
+  store i32 %s, ptr addrspace(1) %p1
+  %b2 = add i32 %base, 2
+  %p2 = getelementptr i32, ptr addrspace(1) %o, i32 %b2
+  store i32 %hz, ptr addrspace(1) %p2
+  ret void
+}
+attributes #0 = { {ATTRS} }
+""".replace("{ATTRS}", ATTRS)
+
+def test_saturating_integer_add_sub_use_clamp():
+  rng = np.random.default_rng(13)
+  a = rng.integers(-2**31, 2**31, 32).astype(np.int32)
+  b = rng.integers(-2**31, 2**31, 32).astype(np.int32)
+  a[:3], b[:3] = [2**31 - 1, -2**31, 30000], [5, 7, 10000]
+  out = np.zeros((32, 3), np.int32)
+  launch(SATURATE, "sat", (1, 1, 1), (32, 1, 1), [a, b, out])
+  au, bu = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)
+  np.testing.assert_array_equal(out[:, 0].view(np.uint32), np.minimum(au + bu, 2**32 - 1))
+  np.testing.assert_array_equal(out[:, 1], np.clip(a.astype(np.int64) - b, -2**31, 2**31 - 1))
+  np.testing.assert_array_equal(out[:, 2], np.clip(a.astype(np.int16).astype(np.int64) + b.astype(np.int16), -2**15, 2**15 - 1))

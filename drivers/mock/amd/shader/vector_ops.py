@@ -54,10 +54,15 @@ def write_bits(st: WaveState, g: Group, vdst: Operand, bits: np.ndarray, size: i
     st.vwrite(g, vdst.index, (old & np.uint32(0xFFFF)) | b << np.uint32(16) if (vdst.hi or hi) else (old & np.uint32(0xFFFF0000)) | b)
 
 def _op(name: str, types: str, fn) -> None:
-  """name computes fn(state, *sources) with types 'dst src0 src1 ...'."""
+  """name computes fn(state, *sources) with types 'dst src0 src1 ...'. An integer op with CLAMP saturates: it is
+  computed on int64 sources and clipped to the destination's range (LLVM's *add.sat/*sub.sat)."""
   t = types.split()
   def run(st: WaveState, g: Group, ins: Instruction) -> None:
-    dst(st, g, ins, fn(st, *(src(st, g, ins, i, ts) for i, ts in enumerate(t[1:]))), t[0])
+    srcs = [src(st, g, ins, i, ts) for i, ts in enumerate(t[1:])]
+    if ins.fields.get("clamp") and t[0][0] in "iu":
+      info = np.iinfo(_DT[t[0]])
+      dst(st, g, ins, np.clip(fn(st, *(x.astype(np.int64) for x in srcs)), info.min, info.max), t[0])
+    else: dst(st, g, ins, fn(st, *srcs), t[0])
   OPS[name] = run
 
 # ---- float arithmetic (f16, f32, f64)
