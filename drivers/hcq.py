@@ -16,7 +16,10 @@ from ir.uop import UOp, sym_infer
 from drivers.device import Compiled, Device
 from drivers.host_memory import HostAllocator
 
-class HCQTimeoutError(RuntimeError): pass
+class DeviceFault(RuntimeError):
+  """Work submitted to a device failed (a fault, an engine error, a timeout): raised where the device is next waited
+  for, which may be while loading another program."""
+class HCQTimeoutError(DeviceFault): pass
 
 class HCQSignal:
   """value (u64) and timestamp (u64, in ticks of `ticks_per_us`) at `mem` (16 bytes the device can write); `va` is
@@ -272,7 +275,7 @@ class HCQCompiled(Compiled):
     if (err := failure()) is not None:
       self.error = None
       self.timeline_signal.value = self.timeline_value - 1  # the failed work won't signal: give up on it
-      raise RuntimeError(err)
+      raise DeviceFault(err)
 
 class HCQProgram:
   """A compiled kernel on an HCQ device: each call is wait(timeline) -> exec -> signal(timeline) on the compute queue."""

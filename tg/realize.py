@@ -13,6 +13,7 @@ from codegen.program_cache import cached_program
 from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
 from drivers.device import Buffer, Device, GlobalCounters
+from drivers.hcq import DeviceFault
 from tg.schedule import ScheduleItem
 from tg.viz import capture as viz
 
@@ -80,6 +81,7 @@ class CompiledRunner:
     if self._lib is None: self._lib = self.dev.compiler.compile_cached(self.spec.src)
     self.wait_s = time.perf_counter() - st  # for the compile, where it didn't finish while other kernels were lowered
     try: self._prg = self.dev.runtime(self.spec.name, self._lib, self.spec)
+    except DeviceFault: raise  # earlier work failed while this program was uploaded: not this binary's fault
     except Exception as e:  # a cached binary that doesn't load: compile again
       if DEBUG >= 1: print(f"cached program {self.spec.name} didn't load ({e}); recompiling")
       self.dev.compiler.forget(self.spec.src)

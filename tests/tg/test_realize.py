@@ -1,5 +1,6 @@
 """The realize loop's caches stay bounded: compiled kernels and binaries are dropped least recently used first."""
 import numpy as np
+import pytest
 from tg import Tensor, Device, realize
 from codegen import compiler
 
@@ -10,3 +11,18 @@ def test_compiled_kernels_and_binaries_are_bounded(monkeypatch):
     np.testing.assert_array_equal((Tensor(np.arange(n, dtype=np.int32)) * 3).numpy(), np.arange(n) * 3)
   assert len(realize._runners) <= 4 and len(Device[Device.DEFAULT].compiler._memory) <= 4
   np.testing.assert_array_equal((Tensor(np.arange(2, dtype=np.int32)) * 3).numpy(), [0, 3])  # one that fell out compiles again
+
+def test_a_device_fault_while_loading_a_program_is_raised_not_retried(monkeypatch):
+  """A program's upload waits for the device, so an earlier kernel's fault can surface there; it must reach the user
+  (once it was taken for a bad cached binary, recompiled, and the faulted kernel's output silently read as zeros)."""
+  from drivers.hcq import DeviceFault
+  dev = Device[Device.DEFAULT]
+  compiles, real_runtime = [], dev.runtime
+  def runtime(*args):
+    compiles.append(args[0])
+    raise DeviceFault("earlier kernel faulted")
+  monkeypatch.setattr(dev, "runtime", runtime)
+  with pytest.raises(DeviceFault, match="earlier kernel faulted"): (Tensor([1.0, 2.0]) * 7.5).realize()
+  assert len(compiles) == 1
+  monkeypatch.setattr(dev, "runtime", real_runtime)
+  assert (Tensor([1.0, 2.0]) * 7.5).tolist() == [7.5, 15.0]
