@@ -317,3 +317,17 @@ def test_decoded_instruction_without_semantics_and_s_trap_fault():
     execute(vop1(14, 5, V(1)), [5])
   with pytest.raises(ShaderFault, match="s_trap"):
     execute(sopp(16, 2), [1])
+
+def test_bitset_and_xad():
+  """s_bitset0/1_b32 (SOP1 16/18) set or clear bit S0[4:0] of D, keeping the rest; v_xad_u32 (VOP3 581) is
+  (S0 ^ S1) + S2 modulo 2**32 (RDNA3 ISA guide, SOP1 and VOP3 opcode tables)."""
+  prog = (sop1(0, 20, LIT) + [0xF0F0F0F0]      # s_mov_b32 s20, 0xF0F0F0F0
+        + sop1(16, 20, I(4))                   # s_bitset0_b32 s20, 4 -> clears bit 4
+        + sop1(18, 20, I(35))                  # s_bitset1_b32 s20, 35 -> sets bit 35 & 31 = 3
+        + vop1(1, 5, 20)
+        + vop3(581, 6, V(1), V(2), V(3)))      # v_xad_u32 v6, v1, v2, v3
+  rng = np.random.default_rng(3)
+  a, b, c = (rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+  out = execute(prog, [5, 6], a=a, b=b, c=c)
+  assert out[0, 0] == (0xF0F0F0F0 & ~(1 << 4)) | (1 << 3)
+  np.testing.assert_array_equal(out[:, 1], ((a ^ b).astype(np.uint64) + c) % 2**32)

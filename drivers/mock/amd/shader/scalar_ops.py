@@ -176,6 +176,15 @@ def _bitcmp(name: str, want: int, regs: int) -> None:
   OPS[name] = op
 _bitcmp("s_bitcmp0_b32", 0, 1); _bitcmp("s_bitcmp1_b32", 1, 1); _bitcmp("s_bitcmp0_b64", 0, 2); _bitcmp("s_bitcmp1_b64", 1, 2)
 
+# SOP1 s_bitset0/1: D.u[S0.u[4:0]] = 0 or 1, the rest of D kept (RDNA3 ISA guide 16.2; S0.u[5:0] for _b64)
+def _bitset(name: str, value: int, regs: int) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    d, b = _u64(st.sread(g, ins.fields["sdst"], regs)), _u64(st.sread(g, ins.fields["ssrc0"])) & np.uint64(32 * regs - 1)
+    bit = np.uint64(1) << b
+    st.swrite_op(g, ins.fields["sdst"], d | bit if value else d & ~bit, regs)
+  OPS[name] = op
+_bitset("s_bitset0_b32", 0, 1); _bitset("s_bitset1_b32", 1, 1); _bitset("s_bitset0_b64", 0, 2); _bitset("s_bitset1_b64", 1, 2)
+
 # SOPK: the 16-bit immediate, sign-extended for the _i32 forms and zero-extended for _u32 (RDNA3 ISA guide 16.3)
 def _simm(ins: Instruction, signed: bool) -> np.uint64:
   v = ins.fields["simm16"]

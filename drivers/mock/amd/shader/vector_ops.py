@@ -178,6 +178,7 @@ _op("v_lshl_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a << (b & np.uint32
 _op("v_and_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a & b) | c)
 _op("v_or3_b32", "u32 u32 u32 u32", lambda st, a, b, c: a | b | c)
 _op("v_xor3_b32", "u32 u32 u32 u32", lambda st, a, b, c: a ^ b ^ c)
+_op("v_xad_u32", "u32 u32 u32 u32", lambda st, a, b, c: (a ^ b) + c)
 _op("v_and_b32", "u32 u32 u32", lambda st, a, b: a & b)
 _op("v_or_b32", "u32 u32 u32", lambda st, a, b: a | b)
 _op("v_xor_b32", "u32 u32 u32", lambda st, a, b: a ^ b)
