@@ -4,6 +4,9 @@
 - DEV=MOCK+NV: the NV driver (RM, UVM, channels, QMDs, copies, HCQ graphs) runs against the software model, which
   executes the PTX tg renders on a reference PTX interpreter, so the PTX renderer is checked op by op; afterwards
   every kernel the model ran is assembled by the real ptxas for each supported architecture;
+- DEV=MOCK+AMD: the AMD driver (KFD, PM4 and SDMA queues, code objects tg links) against the AMD model, whose shader
+  core decodes and executes the RDNA3 machine code LLVM made from tg's kernels, so the AMDGPU renderer is checked op
+  by op;
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
 - DEV=CL (marked slow: `python3 -m pytest -q -m slow`): the OpenCL C renderer on a real OpenCL runtime (PoCL), which
@@ -24,6 +27,7 @@ OP_SUITES = ["tests/tg/test_ops_elementwise.py", "tests/tg/test_ops_reduce.py", 
 RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"],  # the same PTX: here the libcuda glue is under test
         "MOCK+NV:x4": ["tests/tg/test_multi.py"],  # four NV-model GPUs
+        "MOCK+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]}
 def available(run: str) -> bool:
   from tests.drivers.test_webgpu import webgpu_available
