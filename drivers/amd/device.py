@@ -5,7 +5,7 @@ doorbells itself. Kernels are LLVM's AMDGPU code objects, linked by tg. With DEV
 against drivers/mock/amd."""
 from __future__ import annotations
 import functools, time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np
 from ir.dtype import bits_of
 from ir.helpers import round_up
@@ -20,7 +20,7 @@ from drivers.gpu_memory import ArgumentPool, GPUAllocator, GPUBuffer
 from drivers.hcq import HCQCompiled, HCQProgram, HCQTimeoutError
 from drivers.system import MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, memoryview_at, system_for
 from drivers.amd import kfd, pm4
-from drivers.amd.queues import AMDComputeQueue, AMDCopyQueue
+from drivers.amd.queues import queues_for
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0
@@ -42,6 +42,7 @@ class Session:
   server: object  # what serves /dev/kfd: a new kernel module (or model) starts a new session
   kfd: int
   event_page: GPUBuffer | None = None
+  devices: list[AMDDevice] = field(default_factory=list)
 
 _sessions: dict[int, Session] = {}  # id(System) -> its session
 
@@ -208,8 +209,37 @@ class AMDDevice(HCQCompiled):
     self.arguments = ArgumentPool(self)
     self.rings = self.new_rings()
     super().__init__(device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
-                     functools.partial(AMDComputeQueue, self.gfx), functools.partial(AMDCopyQueue, self.gfx),
+                     *queues_for(self.gfx),
                      signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+    self.peers: set[int] = set()  # gpu ids of the GPUs whose video memory this one maps (and they its)
+    for other in self.session.devices: self.join(other)
+    self.session.devices.append(self)
+
+  def join(self, other: AMDDevice) -> None:
+    """Each GPU waits on the other's signals (system memory, mapped on both); where one maps the other's video memory
+    (MAP_MEMORY_TO_GPU with the peer's id, kfd_chardev.c kfd_ioctl_map_memory_to_gpu), copies between them run on the
+    destination's SDMA engine, else through the host."""
+    self.map_here(other.signal_memory)
+    other.map_here(self.signal_memory)
+    probe = other.alloc_memory(PAGE)
+    try: self.map_here(probe)
+    except OSError: return
+    finally: other.free_memory(probe)
+    self.peers.add(other.node.gpu_id)
+    other.peers.add(self.node.gpu_id)
+
+  def map_here(self, buf: GPUBuffer) -> None:
+    """Maps another AMD GPU's buffer on this one too (once), at the address it has there."""
+    base = buf.base or buf
+    if self.node.gpu_id in base.mapped_on: return
+    gpus = np.array([self.node.gpu_id], dtype=np.uint32)
+    self.kfd_call("MAP_MEMORY_TO_GPU", "kfd_ioctl_map_memory_to_gpu_args", handle=base.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
+    base.mapped_on.add(self.node.gpu_id)
+
+  def can_transfer_from(self, src_dev) -> bool: return isinstance(src_dev, AMDDevice) and src_dev.node.gpu_id in self.peers
+  def transfer(self, dest: GPUBuffer, src: GPUBuffer, nbytes: int, src_dev: HCQCompiled) -> None:
+    self.map_here(src)  # this GPU's SDMA engine reads the peer's video memory directly
+    super().transfer(dest, src, nbytes, src_dev)
 
   def new_rings(self) -> dict[str, Ring]: return {"compute": Ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": Ring(self, kfd.QUEUE_TYPE_SDMA, _sdma_nop)}
 
@@ -246,8 +276,8 @@ class AMDDevice(HCQCompiled):
     return buf
 
   def free_memory(self, buf: GPUBuffer) -> None:
-    gpus = np.array([self.node.gpu_id], dtype=np.uint32)
-    self.kfd_call("UNMAP_MEMORY_FROM_GPU", "kfd_ioctl_unmap_memory_from_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
+    gpus = np.array([self.node.gpu_id, *buf.mapped_on], dtype=np.uint32)
+    self.kfd_call("UNMAP_MEMORY_FROM_GPU", "kfd_ioctl_unmap_memory_from_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=len(gpus))
     self.kfd_call("FREE_MEMORY_OF_GPU", "kfd_ioctl_free_memory_of_gpu_args", handle=buf.handle)
     self.system.munmap(buf.va, buf.size)
 

@@ -3,6 +3,7 @@ is written at the end of the pipe (RELEASE_MEM / FENCE) with the GPU clock next 
 32 bits (WAIT_REG_MEM / POLL_REGMEM); a launch sets the compute registers from the kernel descriptor, points the
 user SGPRs at kernel arguments in host-visible memory the queue owns, and dispatches."""
 from __future__ import annotations
+import functools
 import numpy as np
 from ir.uop import UOp
 from drivers.hcq import HCQSignal, HWQueue, PatchSlot, hi32, lo32
@@ -16,10 +17,7 @@ def _address(buf, offset: int = 0) -> tuple:
   return lo32(buf.va + offset), hi32(buf.va + offset)
 
 class AMDComputeQueue(ArgumentQueue):
-  engine = "compute"
-  def __init__(self, gfx: int):
-    super().__init__()
-    self.gfx = gfx
+  engine, gfx = "compute", 11  # gfx: the GPU's major version, which picks packet forms and register offsets
   def wait(self, signal: HCQSignal, value): return self.q(*pm4.wait_reg_mem(signal.va, lo32(value)))
   def signal(self, signal: HCQSignal, value):
     return self.timestamp(signal).q(*pm4.release_mem(self.gfx, signal.va, pm4.DATA_SEL_64, lo32(value), hi32(value)))
@@ -47,10 +45,7 @@ class AMDComputeQueue(ArgumentQueue):
   def _submit(self, dev, words: list[int]) -> None: dev.rings["compute"].submit(words)
 
 class AMDCopyQueue(HWQueue):
-  engine, copies = "copy", True
-  def __init__(self, gfx: int):
-    super().__init__()
-    self.gfx = gfx
+  engine, copies, gfx = "copy", True, 11
   def wait(self, signal: HCQSignal, value): return self.q(*sdma.poll_regmem(signal.va, lo32(value)))
   def signal(self, signal: HCQSignal, value):  # the low word last: waits compare it
     return self.timestamp(signal).q(*sdma.fence(self.gfx, signal.va + 4, hi32(value)), *sdma.fence(self.gfx, signal.va, lo32(value)))
@@ -62,3 +57,8 @@ class AMDCopyQueue(HWQueue):
       self.q(*sdma.copy_linear(_address(dest, at), _address(src, at), min(step, nbytes - at)))
     return self
   def _submit(self, dev, words: list[int]) -> None: dev.rings["copy"].submit(words)
+
+@functools.cache
+def queues_for(gfx: int) -> tuple[type[AMDComputeQueue], type[AMDCopyQueue]]:
+  """The compute and copy queue classes of GPUs with major version `gfx`."""
+  return (type("AMDComputeQueue", (AMDComputeQueue,), {"gfx": gfx}), type("AMDCopyQueue", (AMDCopyQueue,), {"gfx": gfx}))

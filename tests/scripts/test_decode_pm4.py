@@ -4,7 +4,6 @@ import os, re, subprocess, sys
 import numpy as np
 import pytest
 from ir.switches import Context
-from drivers.amd.queues import AMDComputeQueue, AMDCopyQueue
 from tests.drivers.amd.test_amd_device import open_amd, program_for
 from tg import Tensor
 
@@ -27,7 +26,7 @@ def test_wait_signal_and_launch(amd, capsys, tmp_path):
   wait_on, done = amd.new_signal("a", value=7), amd.new_signal("b")
   prg, spec, bufs = program_for(amd, Tensor(np.arange(40, dtype=np.float32)) * 2)
   with Context(DEBUG=7):
-    AMDComputeQueue(amd.gfx).wait(wait_on, 7).exec(prg, prg.kernel_args(tuple(bufs), ()), spec.global_size, spec.local_size) \
+    amd.compute_queue().wait(wait_on, 7).exec(prg, prg.kernel_args(tuple(bufs), ()), spec.global_size, spec.local_size) \
                             .signal(done, 0x1_0000_0005).submit(amd)
   amd.synchronize()
   lines = decoded(capsys.readouterr().out, tmp_path, amd.arch)
@@ -42,7 +41,7 @@ def test_wait_signal_and_launch(amd, capsys, tmp_path):
 
 def test_copy_queue(amd, capsys, tmp_path):
   src, dst, sig = amd.allocator.alloc(4096), amd.allocator.alloc(4096), amd.new_signal()
-  with Context(DEBUG=7): AMDCopyQueue(amd.gfx).copy(dst, src, 3000).signal(sig, 9).submit(amd)
+  with Context(DEBUG=7): amd.copy_queue().copy(dst, src, 3000).signal(sig, 9).submit(amd)
   amd.synchronize()
   lines = decoded(capsys.readouterr().out, tmp_path, amd.arch)
   assert lines[1:] == [f"      0: COPY_LINEAR 3000 bytes from {src.va:#x} to {dst.va:#x}", f"      7: TIMESTAMP to {sig.va + 8:#x}",

@@ -27,13 +27,14 @@ OP_SUITES = ["tests/tg/test_ops_elementwise.py", "tests/tg/test_ops_reduce.py", 
 RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"],  # the same PTX: here the libcuda glue is under test
         "MOCK+NV:x4": ["tests/tg/test_multi.py"],  # four NV-model GPUs
+        "MOCK+AMD:x4": ["tests/tg/test_multi.py"],  # four AMD-model GPUs
         "MOCK+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]}
 def available(run: str) -> bool:
   from tests.drivers.test_webgpu import webgpu_available
   return run != "WEBGPU" or webgpu_available()
 def run_env(run: str) -> dict[str, str]:
-  """The environment of a run: DEV, and for a label ending in :xN, N GPUs in the NV model."""
+  """The environment of a run: DEV, and for a label ending in :xN, N GPUs in the NV or AMD model."""
   dev, _, count = run.partition(":x")
   return {"DEV": dev, **({"MOCKGPU_COUNT": count} if count else {})}
 

@@ -14,7 +14,6 @@ from drivers.mock.amd.gpu import ARCHS
 from drivers.mock.amd.kfd import KFDModel
 from drivers.amd import pm4, sdma
 from drivers.amd.device import RING_BYTES, AMDDevice, cwsr_sizes, gpu_nodes
-from drivers.amd.queues import AMDComputeQueue, AMDCopyQueue
 from tg import Tensor
 
 def open_amd(arch: str = "gfx1100") -> tuple[AMDDevice, KFDModel]:
@@ -90,7 +89,7 @@ def test_compute_packets_have_the_models_lengths_and_registers(amd):
   family = model.gpus[0].arch.family
   prg, spec, bufs = program_for(dev, Tensor(np.arange(16, dtype=np.float32)) + 1)
   sig = dev.new_signal()
-  q = AMDComputeQueue(dev.gfx).wait(sig, 3).memory_barrier().exec(prg, prg.kernel_args(tuple(bufs), ()), spec.global_size, spec.local_size).signal(sig, 5)
+  q = dev.compute_queue().wait(sig, 3).memory_barrier().exec(prg, prg.kernel_args(tuple(bufs), ()), spec.global_size, spec.local_size).signal(sig, 5)
   decoded = packets(q.resolved())
   names = [n for n, _ in decoded]
   assert names[:2] == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and names[-3:] == ["EVENT_WRITE", "RELEASE_MEM", "RELEASE_MEM"]
@@ -117,7 +116,7 @@ def test_copy_packets_have_the_models_layout(amd):
   dev, model = amd
   family = model.gpus[0].arch.family
   src, dst = dev.allocator.alloc(64), dev.allocator.alloc(64)
-  words = AMDCopyQueue(dev.gfx).copy(dst, src, 3 << 22).resolved()
+  words = dev.copy_queue().copy(dst, src, 3 << 22).resolved()
   step = 1 << hw.SDMA_COPY_COUNT_BITS[family]
   assert sdma.max_copy(dev.gfx) == step
   chunks = [words[i:i + 7] for i in range(0, len(words), 7)]
@@ -142,7 +141,7 @@ def test_a_kernel_runs_after_the_ring_wrapped(amd):
   n = 0
   while ring.wptr < RING_BYTES // 4 + 100:  # past the end of the ring: the tail is filled and the ring starts again
     n += 1
-    AMDComputeQueue(dev.gfx).signal(sig, n).submit(dev)
+    dev.compute_queue().signal(sig, n).submit(dev)
   sig.wait(n)
   x = np.arange(300, dtype=np.float32)
   prg, spec, bufs = program_for(dev, Tensor(x) * 3 - 1)
@@ -165,3 +164,17 @@ def test_a_fault_names_the_address(amd):
   prg(bufs[0], upload(dev, x), global_size=spec.global_size, local_size=spec.local_size)
   dev.synchronize()
   assert np.array_equal(download(dev, bufs[0], x), x + 1)
+
+def test_gpus_copy_from_each_other_on_the_destinations_sdma():
+  model = KFDModel("gfx1100", count=2)
+  for prefix in KFDModel.prefixes: mock_system.register(prefix, model)
+  try:
+    with Context(DEV="MOCK+AMD"): a, b = AMDDevice("AMD"), AMDDevice("AMD:1")
+    assert b.can_transfer_from(a) and a.can_transfer_from(b)
+    x = np.random.default_rng(1).standard_normal(3000).astype(np.float32)
+    src, dst = upload(a, x), b.allocator.alloc(x.nbytes)
+    b.transfer(dst, src, x.nbytes, a)
+    b.synchronize()
+    assert np.array_equal(download(b, dst, x), x)
+    assert b.node.gpu_id in src.mapped_on  # mapped on the destination for its SDMA engine to read
+  finally: model.stop()
