@@ -12,7 +12,7 @@ from ir.shapetracker import unravel
 from ir.symbolic import build_sum, simplify, split_terms
 from ir.uop import UOp, smax, smin
 from codegen.kernel import AxisType, Kernel, moving_axes
-from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES
+from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES, Place
 
 VECTOR_WIDTHS = (2, 4, 8, 16)
 
@@ -261,10 +261,14 @@ class Lowerer:
     return out
 
   # ---- tensor cores ----
-  def _tc_place(self, coord: tuple[int, int, int, int]) -> UOp:
-    """A fragment coordinate of this lane: warp w, group g and thread t weighted as `coord` says."""
-    w, g, t, c = coord
-    return simplify(self.lane // 32 * w + self.lane % 32 // 4 * g + self.lane % 4 * t + c)
+  def _tc_place(self, place: Place) -> UOp:
+    """A fragment coordinate of this lane: each run of lane bits scaled (highest first), plus the constant; a run that
+    reaches the top lane bit needs no modulo."""
+    top = (self.k.tensor_core.threads - 1).bit_length()
+    out = UOp.const(self.idx_dtype, 0)
+    for shift, width, scale in reversed(place.runs()):
+      out = out + (self.lane if shift + width >= top else self.lane % (1 << (shift + width))) // (1 << shift) * scale
+    return simplify(out + place.const)
 
   def _tc_at(self, idxs: list[UOp], fixed: dict[int, UOp], places: dict[AxisType, UOp]) -> tuple[UOp, ...]:
     """The index of one operand element: `fixed` axes, and each tensor-core axis at its place (0 where unused)."""
