@@ -389,7 +389,8 @@ RDNA3_NAMES = {
   "s_andn2_b64": "s_and_not1_b64", "s_orn2_b64": "s_or_not1_b64", "s_andn2_saveexec_b64": "s_and_not1_saveexec_b64",
   "s_ff1_i32_b64": "s_ctz_i32_b64", "s_flbit_i32_b32": "s_clz_i32_u32", "v_cvt_pkrtz_f16_f32": "v_cvt_pk_rtz_f16_f32",
   "v_cvt_flr_i32_f32": "v_cvt_floor_i32_f32", "buffer_load_dword": "buffer_load_b32",
-  "buffer_store_dword": "buffer_store_b32",
+  "buffer_store_dword": "buffer_store_b32", "v_addc_co_u32": "v_add_co_ci_u32", "v_subb_co_u32": "v_sub_co_ci_u32",
+  "v_subbrev_co_u32": "v_subrev_co_ci_u32",
 }
 
 def listing(asm: str) -> tuple[list[str], dict[str, int]]:

@@ -176,7 +176,7 @@ _TABLES = {
     0:v_pk_mad_i16 1:v_pk_mul_lo_u16 2:v_pk_add_i16 3:v_pk_sub_i16 4:v_pk_lshlrev_b16 5:v_pk_lshrrev_b16
     6:v_pk_ashrrev_i16 7:v_pk_max_i16 8:v_pk_min_i16 9:v_pk_mad_u16 a:v_pk_add_u16 b:v_pk_sub_u16 c:v_pk_max_u16
     d:v_pk_min_u16 e:v_pk_fma_f16 f:v_pk_add_f16 10:v_pk_mul_f16 11:v_pk_min_f16 12:v_pk_max_f16 1a:v_dot2_f32_bf16
-    1b:v_pk_minimum3_f16 1c:v_pk_maximum3_f16 20:v_mad_mix_f32 21:v_mad_mixlo_f16 22:v_mad_mixhi_f16
+    1b:v_pk_minimum3_f16 1c:v_pk_maximum3_f16 20:v_fma_mix_f32 21:v_fma_mixlo_f16 22:v_fma_mixhi_f16
     23:v_dot2_f32_f16 26:v_dot2_i32_i16 27:v_dot2_u32_u16 28:v_dot4_i32_i8 29:v_dot4_u32_u8 2a:v_dot8_i32_i4
     2b:v_dot8_u32_u4 2c:v_mfma_ld_scale_b32 2d:v_mfma_f32_16x16x128_f8f6f4 2e:v_mfma_f32_32x32x64_f8f6f4
     30:v_pk_fma_f32 31:v_pk_mul_f32 32:v_pk_add_f32 33:v_pk_mov_b32 35:v_mfma_f32_16x16x32_bf16
@@ -326,7 +326,8 @@ _RDNA3_NAME = {
   "v_cvt_flr_i32_f32": "v_cvt_floor_i32_f32", "v_cvt_rpi_i32_f32": "v_cvt_nearest_i32_f32",
   "v_cvt_pknorm_i16_f32": "v_cvt_pk_norm_i16_f32", "v_cvt_pknorm_u16_f32": "v_cvt_pk_norm_u16_f32",
   "v_cvt_pknorm_i16_f16": "v_cvt_pk_norm_i16_f16", "v_cvt_pknorm_u16_f16": "v_cvt_pk_norm_u16_f16",
-  "v_dot2c_f32_f16": "v_dot2acc_f32_f16",
+  "v_dot2c_f32_f16": "v_dot2acc_f32_f16", "v_addc_co_u32": "v_add_co_ci_u32", "v_subb_co_u32": "v_sub_co_ci_u32",
+  "v_subbrev_co_u32": "v_subrev_co_ci_u32",
 }
 _WIDTH_NAME = {"dword": "b32", "dwordx2": "b64", "dwordx3": "b96", "dwordx4": "b128", "dwordx8": "b256",
                "dwordx16": "b512", "ubyte": "u8", "sbyte": "i8", "ushort": "u16", "sshort": "i16", "byte": "b8",
@@ -731,7 +732,7 @@ def _vop3p(ws: _Words, at: int):
   fields = {"vdst": _vdst(w0 & 0xFF), "clamp": (w0 >> 15) & 1, "opsel": opsel, "opsel_hi": opsel_hi, "neg": neg,
             "neg_hi": neg_hi, **{f"src{i}": s for i, s in enumerate(srcs)}}
   width = 2 if (name.startswith("v_pk") and name.endswith("_f32")) or name == "v_pk_mov_b32" else 1
-  dst_width = 1 if name.startswith(("v_dot", "v_mad_mix")) else width
+  dst_width = 1 if name.startswith(("v_dot", "v_fma_mix")) else width
   text = _join(name, _op_text(fields["vdst"], dst_width), *(_op_text(s, width, 16 if width == 1 else 32) for s in srcs))
   for label, value, default in (("op_sel", opsel, 0), ("op_sel_hi", opsel_hi, (1 << nsrc) - 1),
                                 ("neg_lo", neg, 0), ("neg_hi", neg_hi, 0)):
@@ -783,7 +784,7 @@ def _sdwa(ws: _Words, at: int, enc: str):
   if enc == "VOPC":
     fields["sdst"] = _operand((s >> 8) & 0x7F) if s >> 15 & 1 else Operand("vcc_lo")
   else: fields.update(dst_sel=(s >> 8) & 7, dst_unused=(s >> 11) & 3, clamp=(s >> 13) & 1, omod=(s >> 14) & 3)
-  if enc == "VOP2" and s >> 31 & 1: fields["src1"] = _operand((ws.w[0] >> 9) & 0xFF)
+  if enc != "VOP1" and s >> 31 & 1: fields["src1"] = _operand((ws.w[0] >> 9) & 0xFF)  # S1: src1 is an SGPR
   fmod = _is_float_op(name)
   def src(i: int, op: Operand) -> str:
     text = _mod_text(op, 1, 32, fields[f"src{i}_neg"] if fmod else 0, fields[f"src{i}_abs"] if fmod else 0)

@@ -4,8 +4,9 @@ is one numpy column per lane); s_barrier holds a wave until every live wave of i
 are decoded once per dispatch (cached by address) and executed by mnemonic (scalar_ops, vector_ops, matrix_ops,
 memory_ops), so another architecture's decoder can reuse the executor."""
 from __future__ import annotations
+import hashlib, os
 import numpy as np
-from drivers.mock.amd.shader import cdna3, rdna3
+from drivers.mock.amd.shader import cdna3, lane_modifiers, rdna3
 from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.matrix_ops import OPS as MATRIX_OPS
@@ -72,9 +73,26 @@ class _Program:
       self.cache[pc] = ins
     return ins
 
+CODE_DIR_ENV = "MOCKGPU_AMD_CODE_DIR"
+_DUMPED: set = set()
+
+def dump_program(dispatch: Dispatch, memory: GPUMemory, directory: str) -> str:
+  """Write the code bytes from code_va to the end of their mapping to directory/<arch>-<sha256 prefix>.bin (once per
+  distinct program): the coverage test decodes these files. Returns the path."""
+  buf, base = memory.span(dispatch.code_va, dispatch.code_va + 4)
+  code = bytes(buf[dispatch.code_va - base:])
+  path = os.path.join(directory, f"{dispatch.arch}-{hashlib.sha256(code).hexdigest()[:24]}.bin")
+  if path not in _DUMPED or not os.path.exists(path):
+    os.makedirs(directory, exist_ok=True)
+    with open(path + ".tmp", "wb") as f: f.write(code)
+    os.replace(path + ".tmp", path)  # a reader never sees half a program
+    _DUMPED.add(path)
+  return path
+
 def run(dispatch: Dispatch, memory: GPUMemory, step_limit: int = 1_000_000, batch_lanes: int = 16384) -> None:
   """Run every workgroup of the dispatch; ShaderFault on a bad access, an unknown instruction or a hang (a wave
-  executing more than step_limit instructions)."""
+  executing more than step_limit instructions). With MOCKGPU_AMD_CODE_DIR set, the program is dumped there first."""
+  if directory := os.environ.get(CODE_DIR_ENV): dump_program(dispatch, memory, directory)
   L = 32 if dispatch.wave32 else 64
   threads = dispatch.group_size[0] * dispatch.group_size[1] * dispatch.group_size[2]
   waves_per_group = -(-threads // L)
@@ -174,7 +192,9 @@ class _Batch:
       st.denorm32, st.denorm16_64 = (ins.fields["simm16"] & 3) == 3, (ins.fields["simm16"] >> 2 & 3) == 3
     elif name in ("s_trap", "s_code_end", "s_sethalt"):
       raise ShaderFault(f"{name} executed at address {pc:#x}", pc)
-    elif name in OPS: OPS[name](st, g, ins)
+    elif name in OPS:
+      if "modifier" in ins.fields: lane_modifiers.run(OPS[name], st, g, ins)
+      else: OPS[name](st, g, ins)
     else: raise UnknownInstruction(f"{ins.encoding} {name} at address {pc:#x} has no semantics in the model", pc)
     self.pc[g.wv] = nxt
 

@@ -357,10 +357,16 @@ _FCMP = {"f": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool), "lt": np.le
 _ICMP = {"f": _FCMP["f"], "lt": np.less, "eq": np.equal, "le": np.less_equal, "gt": np.greater, "ne": np.not_equal,
          "ge": np.greater_equal, "t": _FCMP["t"]}
 
+_EXEC = Operand("exec_lo")
+
 def _compare(name: str, t: str, fn, t1: str | None = None) -> None:
+  """A gfx9 v_cmpx writes its result to the named destination (VCC or an SGPR pair) and to EXEC (MI300 ISA guide,
+  "VOPC Instructions": V_CMPX_* "EXEC = VCC = ..."); an RDNA3 v_cmpx names EXEC itself."""
+  writes_exec = name.startswith("v_cmpx")
   def run(st: WaveState, g: Group, ins: Instruction) -> None:
     r = np.broadcast_to(fn(src(st, g, ins, 0, t), src(st, g, ins, 1, t1 or t)), g.em.shape)
     st.mask_write(g, ins.fields["sdst"], r)
+    if writes_exec and ins.fields["sdst"].kind != "exec_lo": st.mask_write(g, _EXEC, r)
   OPS[name] = run
 for x in ("cmp", "cmpx"):
   for ft in ("f16", "f32", "f64"):
@@ -448,3 +454,44 @@ def _dual(st: WaveState, g: Group, ins: Instruction) -> None:
 def _reads(ins: Instruction) -> set[int]:
   return {op.index for k, op in ins.fields.items() if k.startswith("src") and isinstance(op, Operand) and op.kind == "v"}
 OPS["v_dual"] = _dual
+
+# ---- packed f32 (CDNA3): each source is a 64-bit register pair; op_sel bit i picks the dword of source i for the low
+# result and op_sel_hi bit i the one for the high result; neg_lo/neg_hi negate per half (MI300 ISA guide, VOP3P
+# "V_PK_FMA_F32 / V_PK_MUL_F32 / V_PK_ADD_F32 / V_PK_MOV_B32")
+def _dwords(st: WaveState, g: Group, ins: Instruction, i: int) -> tuple[np.ndarray, np.ndarray]:
+  """(low, high) dword of source i; a 32-bit constant stands in both dwords (LLVM's OPERAND_REG_INLINE_C_V2FP32)."""
+  op = ins.fields[f"src{i}"]
+  if op.kind in ("int", "float", "literal"):
+    word = np.asarray(st.vread(g, op, 1, 32), np.uint32)
+    return word, word
+  pair = np.asarray(st.vread(g, op, 2, 32), np.uint64)
+  return (pair & M32).astype(np.uint32), (pair >> np.uint64(32)).astype(np.uint32)
+
+def _write_pair(st: WaveState, g: Group, ins: Instruction, lo: np.ndarray, hi: np.ndarray) -> None:
+  lo, hi = (_u64(np.broadcast_to(np.ascontiguousarray(x).view(np.uint32), g.em.shape)) for x in (lo, hi))
+  st.vwrite(g, ins.fields["vdst"].index, lo | hi << np.uint64(32), 2)
+
+def _packed_f32(name: str, nsrc: int, fn) -> None:
+  def run(st: WaveState, g: Group, ins: Instruction) -> None:
+    f, halves = ins.fields, ([], [])
+    for i in range(nsrc):
+      words = _dwords(st, g, ins, i)
+      for out, sel, neg in ((halves[0], f["opsel"], f["neg"]), (halves[1], f["opsel_hi"], f["neg_hi"])):
+        x = (words[sel >> i & 1] ^ np.uint32(0x80000000 if neg >> i & 1 else 0)).view(np.float32)
+        out.append(fr.ftz(x) if st.flush("f32") else x)
+    res = []
+    for xs in halves:
+      r = np.asarray(fn(*xs)).astype(np.float32)
+      if f.get("clamp"): r = np.where(np.isnan(r), np.float32(0), np.clip(r, np.float32(0), np.float32(1))).astype(np.float32)
+      res.append(fr.ftz(r) if st.flush("f32") else r)
+    _write_pair(st, g, ins, *res)
+  OPS[name] = run
+_packed_f32("v_pk_fma_f32", 3, lambda a, b, c: fr.fma(a, b, c))
+_packed_f32("v_pk_mul_f32", 2, lambda a, b: a * b)
+_packed_f32("v_pk_add_f32", 2, lambda a, b: a + b)
+
+def _pk_mov_b32(st: WaveState, g: Group, ins: Instruction) -> None:
+  """D[31:0] = the dword op_sel[0] picks of S0, D[63:32] = the dword op_sel[1] picks of S1."""
+  sel = ins.fields["opsel"]
+  _write_pair(st, g, ins, _dwords(st, g, ins, 0)[sel & 1], _dwords(st, g, ins, 1)[sel >> 1 & 1])
+OPS["v_pk_mov_b32"] = _pk_mov_b32

@@ -2,6 +2,7 @@
 lane of every wave), SCC, EXEC as a lane mask, and the reads and writes of operands under EXEC. A Group is the set
 of waves at one PC that executes the next instruction together."""
 from __future__ import annotations
+from contextlib import contextmanager
 import numpy as np
 from drivers.mock.amd.shader.dispatch import ShaderFault
 from drivers.mock.amd.shader.instruction import Operand
@@ -9,6 +10,7 @@ from drivers.mock.amd.shader.instruction import Operand
 # SGPR file codes (RDNA3 ISA guide 15.1 operand table): s0-s105, vcc 106/107, ttmp 108-123, null 124, m0 125, exec 126/127
 _CODE = {"vcc_lo": 106, "vcc_hi": 107, "null": 124, "m0": 125, "exec_lo": 126, "exec_hi": 127}
 VCC, NULL, EXEC = 106, 124, 126
+STAGING_ROWS = 3
 # bits of the inline float constants per operand width (RDNA3 ISA guide 15.1: 240-248)
 _F32 = {0.5: 0x3F000000, -0.5: 0xBF000000, 1.0: 0x3F800000, -1.0: 0xBF800000, 2.0: 0x40000000, -2.0: 0xC0000000,
         4.0: 0x40800000, -4.0: 0xC0800000, 0.15915494: 0x3E22F983}
@@ -17,6 +19,8 @@ _F16 = {0.5: 0x3800, -0.5: 0xB800, 1.0: 0x3C00, -1.0: 0xBC00, 2.0: 0x4000, -2.0:
 _F64 = {0.5: 0x3FE0000000000000, -0.5: 0xBFE0000000000000, 1.0: 0x3FF0000000000000, -1.0: 0xBFF0000000000000,
         2.0: 0x4000000000000000, -2.0: 0xC000000000000000, 4.0: 0x4010000000000000, -4.0: 0xC010000000000000,
         0.15915494: 0x3FC45F306DC9C882}
+# 1/(2*pi) as rdna3.py (0.15915494) and cdna3.py (the double nearest 1/(2*pi)) name it: the same constant
+for _table in (_F32, _F16, _F64): _table[0.15915494309189535] = _table[0.15915494]
 
 def sgpr_code(op: Operand) -> int:
   """The SGPR file index an operand names; ShaderFault for operands that are not scalar registers."""
@@ -35,7 +39,9 @@ class WaveState:
   def __init__(self, nwaves: int, wave_size: int, nvgpr: int = 256):
     self.nw, self.L = nwaves, wave_size
     self.S = np.zeros((128, nwaves), np.uint32)
-    self.V = np.zeros((nvgpr, nwaves * wave_size), np.uint32)
+    # STAGING_ROWS hidden rows past the wave's VGPRs hold SDWA/DPP operands (lane_modifiers.py); only staged() writes them
+    self.nvgpr, self.staging, self._vgpr_limit = nvgpr, nvgpr, nvgpr
+    self.V = np.zeros((nvgpr + STAGING_ROWS, nwaves * wave_size), np.uint32)
     self.scc = np.zeros(nwaves, bool)
     self.exec = np.zeros(nwaves * wave_size, bool)
     self._shift = np.arange(wave_size, dtype=np.uint64)
@@ -119,6 +125,13 @@ class WaveState:
     else: self.swrite(g, code, np.asarray(value).astype(np.uint32))
 
   # ---- vector registers
+  @contextmanager
+  def staged(self):
+    """Let an instruction write the hidden staging rows (its destination was redirected there)."""
+    self._vgpr_limit = self.V.shape[0]
+    try: yield
+    finally: self._vgpr_limit = self.nvgpr
+
   def vread(self, g: Group, op: Operand, regs: int = 1, width: int = 32):
     """A vector source per lane: uint32 (regs 1) or uint64 (regs 2); `width` picks inline float bits (16/32/64)."""
     if op.kind == "v":
@@ -129,7 +142,7 @@ class WaveState:
     return np.repeat(self.sread(g, op, regs), self.L)
 
   def vwrite(self, g: Group, index: int, value, regs: int = 1) -> None:
-    if index + regs > self.V.shape[0]: raise ShaderFault(f"VGPR v{index + regs - 1} is beyond the {self.V.shape[0]} VGPRs of the wave")
+    if index + regs > self._vgpr_limit: raise ShaderFault(f"VGPR v{index + regs - 1} is beyond the {self.nvgpr} VGPRs of the wave")
     if regs == 2:
       value = np.asarray(value, np.uint64)
       self.vwrite(g, index, (value & np.uint64(0xFFFFFFFF)).astype(np.uint32))
