@@ -10,6 +10,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.llvmir import _Function, _as_float, _suffix, const_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
+from codegen.tensor_core import wmma_16x16x16
 
 GLOBAL, LOCAL, PRIVATE = 1, 3, 5  # AMDGPUUsage.rst "Address Spaces": global, local (LDS), private (scratch)
 # workgroup id / workitem id intrinsics per SPECIAL prefix (AMDGPUUsage.rst "LLVM IR Intrinsics")
@@ -55,6 +56,8 @@ class AMDGPURenderer(Renderer):
   def __init__(self, arch: str = "gfx1100"):
     parse_arch(arch)
     self.arch = arch
+    # gfx11 (RDNA3) has v_wmma with the wave32 layout of codegen.tensor_core; gfx12 lays fragments out differently
+    self.tensor_cores = tuple(wmma_16x16x16(dt) for dt in (dtypes.float16, dtypes.bfloat16)) if parse_arch(arch)[0] == 11 else ()
   def render(self, name: str, uops: list[UOp]) -> str: return _Kernel(name).render(uops)
 
 class _Kernel(_Function):
@@ -89,8 +92,19 @@ class _Kernel(_Function):
       self.emit("call void @llvm.amdgcn.s.barrier()")
       self.emit('fence syncscope("workgroup") acquire')
       return None
-    if u.op is Ops.WMMA: raise TypeError("the AMDGPU renderer has no tensor-core instructions yet (WMMA)")
+    if u.op is Ops.WMMA: return self.wmma(u)
     return super().render_one(u)
+
+  def wmma(self, u: UOp) -> str:
+    """D = A @ B + C through LLVM's wave32 WMMA intrinsic (IntrinsicsAMDGPU.td int_amdgcn_wmma_f32_16x16x16_f16/_bf16):
+    A and B as <16 x half>, or bfloat16 as <16 x i16> bits (its registers hold floats that are already bfloat16)."""
+    a, b, c = u.src
+    bf16 = a.dtype.scalar == dtypes.bfloat16
+    ra, rb = (self.float_to_bf16_bits(self.ref(x), ltype(x.dtype)) if bf16 else self.ref(x) for x in (a, b))
+    t, tc, td = with_scalar(ltype(a.dtype), "i16") if bf16 else ltype(a.dtype), ltype(c.dtype), ltype(u.dtype)
+    fname = f"llvm.amdgcn.wmma.f32.16x16x16.{'bf16' if bf16 else 'f16'}.{_suffix(td)}.{_suffix(t)}"
+    self.decls.add(f"declare {td} @{fname}({t}, {t}, {tc})")
+    return self.op(f"call {td} @{fname}({t} {ra}, {t} {rb}, {tc} {self.ref(c)})")
 
   def special(self, u: UOp) -> str:
     kind, dim = u.arg[0][0], int(u.arg[0][-1])
