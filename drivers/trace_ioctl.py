@@ -9,7 +9,7 @@ import cffi
 _ffi = cffi.FFI()  # typeof works on cdata from any FFI: they share cffi's backend
 MAX_ITEMS, MAX_DEPTH = 8, 4
 PROT_NAMES = ((1, "R"), (2, "W"), (4, "X"))
-MAP_NAMES = ((0x01, "SHARED"), (0x02, "PRIVATE"), (0x10, "FIXED"), (0x20, "ANONYMOUS"))
+MAP_NAMES = ((0x01, "SHARED"), (0x02, "PRIVATE"), (0x10, "FIXED"), (0x20, "ANONYMOUS"), (0x4000, "NORESERVE"))
 
 def decode(value, depth: int = MAX_DEPTH) -> str:
   """`value` (an int, or cffi cdata of any type) as text: "name=value" for struct fields, ints in hex."""

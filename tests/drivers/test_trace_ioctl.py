@@ -1,5 +1,6 @@
 """TRACE_IOCTL=1: the system seam logs every open/ioctl/mmap/munmap with its decoded argument and result, for the real
-System and for the MOCK one alike; on the NV model the log holds exactly the calls the model received."""
+System and for the MOCK one alike; on the NV model the log holds exactly the calls the model received, and on the AMD
+model the KFD structs are decoded by field."""
 import os, re
 import cffi
 import pytest
@@ -59,6 +60,22 @@ def test_nv_model_trace_is_what_the_model_saw(capfd):
   assert "NV_ESC_CHECK_VERSION_STR 0xc04846d2 nv_ioctl_rm_api_version_t {cmd=0x32, reply=0x1, versionString=b'570.172.08'} -> 0" in err
   assert re.search(r"NV_ESC_RM_ALLOC 0x[0-9a-f]+ NVOS21_PARAMETERS \{hRoot=0x0, hObjectParent=0x0, hObjectNew=0x[0-9a-f]+, hClass=0x41, .*status=0x0\} -> 0", err)
   assert re.search(r"^TRACE_IOCTL mmap fd \d+ \(/dev/nvidia0\) addr 0x0 size 0x10000 prot R\|W flags SHARED offset 0x0 -> 0x[0-9a-f]+$", err, re.M)
+
+def test_amd_model_trace_decodes_kfd_structs(capfd):
+  from drivers.amd.device import AMDDevice
+  from drivers.mock.amd.kfd import KFDModel
+  model = KFDModel("gfx1100", count=1)
+  for prefix in KFDModel.prefixes: mock_system.register(prefix, model)
+  capfd.readouterr()
+  try:
+    with Context(TRACE_IOCTL=1, DEV="MOCK+AMD"): dev = AMDDevice("AMD")
+    err = capfd.readouterr().err
+  finally: model.stop()
+  gpu = model.gpus[0].gpu_id
+  assert f"AMDKFD_IOC_ACQUIRE_VM 0x40084b15 struct kfd_ioctl_acquire_vm_args {{drm_fd={dev.render:#x}, gpu_id={gpu:#x}}} -> 0" in err
+  queues = re.findall(r"AMDKFD_IOC_CREATE_QUEUE 0xc0584b02 struct kfd_ioctl_create_queue_args \{ring_base_address=(0x[0-9a-f]+), .*queue_type=(0x[01]),", err)
+  assert [(int(va, 16), int(t, 16)) for va, t in queues] == [(dev.rings["compute"].ring.va, 0), (dev.rings["copy"].ring.va, 1)]
+  assert re.search(r"mmap fd -1 \(anonymous\) addr 0x0 size 0x8000 prot 0 flags PRIVATE\|ANONYMOUS\|NORESERVE", err)  # the event page's address, reserved
 
 def test_silent_when_off(capfd):
   sys_ = System()
