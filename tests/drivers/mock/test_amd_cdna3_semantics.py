@@ -1,7 +1,7 @@
 """The shader core running gfx942 (CDNA3, wave64) words assembled here from the field layouts of AMD's "AMD Instinct
 MI300 (CDNA3) ISA" reference guide ("Microcode Formats"; encoders shared with test_amd_cdna3_words.py), per family
 the model had to learn for gfx9: packed f32, v_cmpx writing EXEC and its destination, VCC carry chains, 64-bit
-shifts and v_mad_u64_u32, SDWA and DPP operand forms, v_fma_mix, the 1/(2*pi) constant and the denormal mode.
+shifts and v_mad_u64_u32, SDWA and DPP operand forms, v_fma_mix, the 1/(2*pi) constant, the denormal mode and MODE through s_setreg/s_getreg.
 Results are compared with numpy or exact integer math.
 
 Every program: s[0:1] = output buffer, s[2:3] = input buffer; v0 = 4 * lane; v1, v2, v3 = the lane's words of input
@@ -9,10 +9,12 @@ blocks A, B, C (input + 0, 256, 512); then the words under test; then the listed
 blocks 0, 1, 2, ... (256 bytes each)."""
 from __future__ import annotations
 import numpy as np
-from drivers.mock.amd.shader.dispatch import Dispatch
+import pytest
+from drivers.mock.amd.shader.dispatch import Dispatch, ShaderFault
 from drivers.mock.amd.shader.execute import run
 from drivers.mock.amd.shader.memory_ops import ArrayMemory
-from tests.drivers.mock.test_amd_cdna3_words import EXEC, INT0, LIT, V, VCC, flat, sop1, sopp, vop1, vop2, vop3, vop3p, vopc
+from tests.drivers.mock.test_amd_shader_kernels import ATTRS, HEAD, compile_kernel, launch
+from tests.drivers.mock.test_amd_cdna3_words import EXEC, INT0, LIT, V, VCC, flat, sop1, sopk, sopp, vop1, vop2, vop3, vop3p, vopc
 
 L, BLOCK = 64, 256
 GLOBAL_LOAD_DWORD, GLOBAL_STORE_DWORD, S_ENDPGM, SEG_GLOBAL = 0x14, 0x1C, 0x01, 2
@@ -222,3 +224,44 @@ def test_fma_mix_inverse_two_pi_and_denormal_mode():
   flush = f32(execute([vop2(0x05, 4, F1, 1)], [4], tiny, rsrc1=RSRC1 & ~(3 << 16)))
   np.testing.assert_array_equal(keep[:, 0], tiny)
   np.testing.assert_array_equal(flush[:, 0], np.zeros(L, np.float32))
+
+# ---- MODE through s_setreg / s_getreg (mode_register.py): LLVM's flushed-denormal fdiv turns denormals on around it
+def hwreg(reg: int, offset: int, width: int) -> int: return reg | offset << 6 | (width - 1) << 11
+
+def test_setreg_and_getreg_of_the_mode_register():
+  tiny = np.full(L, np.float32(1e-39))
+  prog = ([sopk(0x14, 0, hwreg(1, 4, 2)), 0]                              # s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0
+          + [vop2(0x05, 4, F1, 1)]                                       # v_mul_f32 v4, 1.0, v1: flushed
+          + [sopk(0x11, 20, hwreg(1, 4, 4))]                             # s_getreg_b32 s20, hwreg(HW_REG_MODE, 4, 4)
+          + [sop1(0x00, 21, INT0 + 3), sopk(0x12, 21, hwreg(1, 4, 2))]   # s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s21 = 3
+          + [vop2(0x05, 5, F1, 1), vop1(0x01, 6, 20)]
+          + [sopk(0x11, 22, hwreg(1, 9, 1)), vop1(0x01, 7, 22)])         # IEEE bit
+  out = execute(prog, [4, 5, 6, 7], tiny)
+  assert f32(out[:, 0]).tolist() == [0.0] * L and f32(out[:, 1]).tolist() == tiny.tolist()
+  assert out[0, 2:].tolist() == [0b1100, 1]                               # f32 flushed (0), f16/f64 kept (3)
+
+def test_a_rounding_mode_or_another_hwreg_faults():
+  with pytest.raises(ShaderFault, match="FP_ROUND"): execute([sopk(0x14, 0, hwreg(1, 0, 4)), 1], [])
+  with pytest.raises(ShaderFault, match="hardware register 2"): execute([sopk(0x11, 20, hwreg(2, 0, 32))], [])
+
+FDIV_FLUSHED = HEAD + """
+define amdgpu_kernel void @fdiv(ptr addrspace(1) %a, ptr addrspace(1) %b) #0 {
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr float, ptr addrspace(1) %a, i32 %i
+  %pb = getelementptr float, ptr addrspace(1) %b, i32 %i
+  %x = load float, ptr addrspace(1) %pa
+  %y = load float, ptr addrspace(1) %pb
+  %z = fdiv float %x, %y
+  store float %z, ptr addrspace(1) %pa
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+""" + f'attributes #0 = {{ {ATTRS} "denormal-fp-math-f32"="preserve-sign,preserve-sign" }}\n'
+
+def test_llvm_fdiv_with_flushed_denormals_sets_mode_and_rounds_correctly():
+  asm, _ = compile_kernel(FDIV_FLUSHED, "gfx942")
+  assert "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3" in asm and ".amdhsa_float_denorm_mode_32 0" in asm
+  a, b = (rng.standard_normal(L) * 1e3).astype(np.float32), rng.standard_normal(L).astype(np.float32)
+  want = a / b
+  launch(FDIV_FLUSHED, "fdiv", (1, 1, 1), (L, 1, 1), [a, b], arch="gfx942")
+  np.testing.assert_array_equal(a, want)

@@ -11,11 +11,12 @@ from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.matrix_ops import OPS as MATRIX_OPS
 from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
+from drivers.mock.amd.shader.mode_register import OPS as MODE_OPS
 from drivers.mock.amd.shader.scalar_ops import OPS as SCALAR_OPS
 from drivers.mock.amd.shader.vector_ops import OPS as VECTOR_OPS
 from drivers.mock.amd.shader.wave_state import EXEC, VCC, Group, WaveState
 
-OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS}
+OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS}
 RUNNING, AT_BARRIER, DONE = 0, 1, 2
 # instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
