@@ -6,7 +6,7 @@ memory_ops), so another architecture's decoder can reuse the executor."""
 from __future__ import annotations
 import hashlib, os
 import numpy as np
-from drivers.mock.amd.shader import cdna3, lane_modifiers, rdna3
+from drivers.mock.amd.shader import cdna3, lane_modifiers, rdna3, rdna4
 from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.matrix_ops import OPS as MATRIX_OPS
@@ -22,13 +22,17 @@ RUNNING, AT_BARRIER, DONE = 0, 1, 2
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
   "s_waitcnt_depctr", "s_nop", "s_delay_alu", "s_clause", "s_sendmsg", "s_set_inst_prefetch_distance", "s_sleep",
   "s_setprio", "s_icache_inv", "s_dcache_inv", "s_gl1_inv", "buffer_gl0_inv", "buffer_gl1_inv", "s_wait_idle",
-  "s_wakeup", "s_round_mode", "s_version", "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm"})
+  "s_wakeup", "s_round_mode", "s_version", "v_nop", "v_pipeflush", "s_ttracedata", "s_ttracedata_imm",
+  # gfx12's split counters and ALU wait (RDNA4 ISA guide "S_WAIT_*"); s_barrier_signal only arrives, s_barrier_wait holds
+  "s_wait_alu", "s_wait_loadcnt", "s_wait_storecnt", "s_wait_samplecnt", "s_wait_bvhcnt", "s_wait_expcnt", "s_wait_dscnt",
+  "s_wait_kmcnt", "s_wait_loadcnt_dscnt", "s_wait_storecnt_dscnt", "s_barrier_signal", "s_prefetch_data", "s_prefetch_inst",
+  "global_inv", "global_wb", "global_wbinv"})
 # per wave: whether the conditional branch is taken
 _BRANCH = {"s_cbranch_scc0": lambda st, wv: ~st.scc[wv], "s_cbranch_scc1": lambda st, wv: st.scc[wv],
            "s_cbranch_vccz": lambda st, wv: st.mask_is_zero(wv, VCC), "s_cbranch_vccnz": lambda st, wv: ~st.mask_is_zero(wv, VCC),
            "s_cbranch_execz": lambda st, wv: st.mask_is_zero(wv, EXEC), "s_cbranch_execnz": lambda st, wv: ~st.mask_is_zero(wv, EXEC)}
 
-_CONTROL = frozenset({"s_endpgm", "s_barrier", "s_branch", "s_getpc_b64", "s_swappc_b64", "s_setpc_b64", "s_denorm_mode"})
+_CONTROL = frozenset({"s_endpgm", "s_barrier", "s_barrier_wait", "s_branch", "s_getpc_b64", "s_swappc_b64", "s_setpc_b64", "s_denorm_mode"})
 
 def _branch_target(pc: int, simm16: int) -> int:
   """SOPP branches jump by the signed dword count simm16 from the next instruction."""
@@ -42,6 +46,7 @@ def decoder_for(arch: str):
   """decode(code, offset, wave64) for an architecture's encodings (CDNA3's waves are always 64 lanes wide)."""
   if arch.startswith("gfx11"): return rdna3.decode
   if arch.startswith("gfx94"): return _cdna3_decode
+  if arch.startswith("gfx12"): return rdna4.decode
   raise ShaderFault(f"no instruction decoder for {arch}")
 
 def _cdna3_decode(code, offset: int, wave64: bool) -> Instruction: return cdna3.decode(code, offset)
@@ -138,10 +143,13 @@ class _Batch:
     st.S[:n_user, :] = np.array(user, np.uint32)[:, None]
     ids = np.array(groups, np.uint32)[self.group_of_wave]
     nxt = n_user
-    for axis, bit in enumerate((7, 8, 9)):  # COMPUTE_PGM_RSRC2 TGID_X_EN/TGID_Y_EN/TGID_Z_EN
-      if d.rsrc2 >> bit & 1:
-        st.S[nxt] = ids[:, axis]
-        nxt += 1
+    if d.arch.startswith("gfx12"):  # architected SGPRs: ttmp9 = X, ttmp7 = Y[15:0] | Z[31:16] (AMDGPUUsage.rst, gfx12)
+      st.S[108 + 9], st.S[108 + 7] = ids[:, 0], ids[:, 1] | ids[:, 2] << np.uint32(16)
+    else:
+      for axis, bit in enumerate((7, 8, 9)):  # COMPUTE_PGM_RSRC2 TGID_X_EN/TGID_Y_EN/TGID_Z_EN
+        if d.rsrc2 >> bit & 1:
+          st.S[nxt] = ids[:, axis]
+          nxt += 1
     X, Y, _ = d.group_size
     t = np.tile(np.arange(self.wpg * L), len(groups))
     st.V[0] = ((t % X) | ((t // X) % Y) << 10 | (t // (X * Y)) << 20).astype(np.uint32)
@@ -183,7 +191,7 @@ class _Batch:
     nxt = pc + ins.size
     if name in _NO_EFFECT: pass
     elif name == "s_endpgm": self.state[g.wv] = DONE; self._release(); return
-    elif name == "s_barrier": self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return
+    elif name in ("s_barrier", "s_barrier_wait"): self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return
     elif name == "s_branch": nxt = _branch_target(pc, ins.fields["simm16"])
     elif name in _BRANCH:
       self.pc[g.wv] = np.where(_BRANCH[name](st, g.wv), _branch_target(pc, ins.fields["simm16"]), nxt)

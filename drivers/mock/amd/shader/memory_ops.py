@@ -69,9 +69,23 @@ def _smem_load(st: WaveState, g: Group, ins: Instruction) -> None:
   uniq, inverse = np.unique(addr, return_inverse=True)
   words = _to_words(read_memory(st.memory, uniq, 4 * n))
   for k, w in enumerate(words): st.swrite(g, sgpr_code(f["sdata"]) + k, w[inverse])
-for n in ("b32", "b64", "b128", "b256", "b512"):
+for n in ("b32", "b64", "b96", "b128", "b256", "b512"):
   OPS[f"s_load_{n}"] = _smem_load
   OPS[f"s_buffer_load_{n}"] = _smem_load
+
+# gfx12 sub-dword scalar loads: the byte address is kept and the value extended (RDNA4 ISA guide S_LOAD_U8 ... I16)
+_SMEM_SMALL = {"u8": (1, False), "i8": (1, True), "u16": (2, False), "i16": (2, True)}
+def _smem_load_small(st: WaveState, g: Group, ins: Instruction) -> None:
+  f, (nbytes, signed) = ins.fields, _SMEM_SMALL[ins.name.rsplit("_", 1)[1]]
+  base = np.broadcast_to(st.sread(g, f["sbase"], 2), (g.nw,)).astype(np.uint64)
+  if ins.name.startswith("s_buffer"): base = base & np.uint64(0xFFFFFFFFFFFF)
+  addr = base + np.uint64(f["offset"] & 0xFFFFFFFFFFFFFFFF)
+  if f["soffset"].kind != "null": addr = addr + np.broadcast_to(st.sread(g, f["soffset"]), (g.nw,)).astype(np.uint64)
+  raw = read_memory(st.memory, addr, nbytes)
+  value = raw[:, 0].astype(np.uint32) if nbytes == 1 else raw.view("<u2")[:, 0].astype(np.uint32)
+  if signed: value = (value.astype(np.int32) << (32 - 8 * nbytes) >> (32 - 8 * nbytes)).astype(np.uint32)
+  st.swrite(g, sgpr_code(f["sdata"]), value)
+for n in _SMEM_SMALL: OPS[f"s_load_{n}"] = OPS[f"s_buffer_load_{n}"] = _smem_load_small
 
 # ---- vector memory (global, flat, scratch)
 def _active(g: Group) -> np.ndarray: return np.flatnonzero(g.em)

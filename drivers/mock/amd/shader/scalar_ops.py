@@ -2,8 +2,10 @@
 its sources per wave, writes its destination and SCC. Keyed by mnemonic; `OPS[name](state, group, instruction)`."""
 from __future__ import annotations
 import numpy as np
+from drivers.mock.amd.shader import float_rules as fr
 from drivers.mock.amd.shader.instruction import Instruction, Operand
 from drivers.mock.amd.shader.operand_widths import widths
+from drivers.mock.amd.shader.vector_ops import minimum_maximum
 from drivers.mock.amd.shader.wave_state import Group, WaveState
 
 M32, M64 = np.uint64(0xFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -213,3 +215,73 @@ def _addk(st: WaveState, g: Group, ins: Instruction) -> None:
 def _mulk(st: WaveState, g: Group, ins: Instruction) -> None:
   st.swrite_op(g, ins.fields["sdst"], _u64(st.sread(g, ins.fields["sdst"])) * _simm(ins, True) & M32)
 OPS.update({"s_movk_i32": _movk, "s_cmovk_i32": _cmovk, "s_addk_i32": _addk, "s_mulk_i32": _mulk})
+
+# ---- gfx12 64-bit integer adds and multiply (RDNA4 ISA guide S_ADD_NC_U64, S_SUB_NC_U64, S_MUL_U64: SCC unchanged)
+_binary("s_add_nc_u64", lambda a, b: a + b)
+_binary("s_sub_nc_u64", lambda a, b: a - b)
+_binary("s_mul_u64", lambda a, b: a * b)
+
+# ---- SALU float ops of gfx1150/gfx12 (RDNA4 ISA guide S_ADD_F32 ... S_CMP_*_F16): one value per wave, the VALU's
+# rounding, NaN and denormal rules (float_rules.py)
+_FLOAT = {"f32": (np.float32, np.uint32), "f16": (np.float16, np.uint16)}
+
+def _fsrc(st: WaveState, g: Group, op: Operand, t: str) -> np.ndarray:
+  raw = st.vread(g, op, 1, 16) if op.kind == "float" and t == "f16" else st.sread(g, op)
+  x = (np.broadcast_to(np.asarray(raw, np.uint32), (g.nw,)) & np.uint32(0xFFFF if t == "f16" else 0xFFFFFFFF)).astype(_FLOAT[t][1]).view(_FLOAT[t][0])
+  return fr.ftz(x) if st.flush(t) else x
+
+def _fresult(st: WaveState, x: np.ndarray, t: str) -> np.ndarray:
+  x = np.asarray(x).astype(_FLOAT[t][0])
+  return (fr.ftz(x) if st.flush(t) else x).view(_FLOAT[t][1]).astype(np.uint32)
+
+def _modified(x: np.ndarray, f: dict, i: int) -> np.ndarray:
+  """VOP3 abs/neg of source i (the pseudo-scalar v_s_* ops); SALU encodings have neither field."""
+  if f.get("abs", 0) >> i & 1: x = np.abs(x)
+  return -x if f.get("neg", 0) >> i & 1 else x
+
+def _salu_float(name: str, types: str, fn, fields=("ssrc0", "ssrc1"), dst: str = "sdst") -> None:
+  """name: dst = fn(st, *sources) with types 'dst src...' (a float dst is rounded; an integer one is taken as is)."""
+  t = types.split()
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    srcs = [_modified(_fsrc(st, g, ins.fields[k], ts), ins.fields, i) if ts in _FLOAT else np.broadcast_to(st.sread(g, ins.fields[k]), (g.nw,))
+            for i, (k, ts) in enumerate(zip(fields, t[1:]))]
+    r = fn(st, *srcs)
+    st.swrite_op(g, ins.fields[dst], _fresult(st, r, t[0]) if t[0] in _FLOAT else np.asarray(r).astype(np.uint32))
+  OPS[name] = op
+
+for ft in _FLOAT:
+  two, one = f"{ft} {ft} {ft}", f"{ft} {ft}"
+  _salu_float(f"s_add_{ft}", two, lambda st, a, b: a + b)
+  _salu_float(f"s_sub_{ft}", two, lambda st, a, b: a - b)
+  _salu_float(f"s_mul_{ft}", two, lambda st, a, b: a * b)
+  _salu_float(f"s_max_{ft}", two, lambda st, a, b: fr.minmax(a, b, True, False))
+  _salu_float(f"s_min_{ft}", two, lambda st, a, b: fr.minmax(a, b, False, False))
+  _salu_float(f"s_fmac_{ft}", f"{ft} {ft} {ft} {ft}", lambda st, a, b, c: fr.fma(a, b, c), ("ssrc0", "ssrc1", "sdst"))
+  _salu_float(f"s_maximum_{ft}", two, lambda st, a, b: minimum_maximum(a, b, True))
+  _salu_float(f"s_minimum_{ft}", two, lambda st, a, b: minimum_maximum(a, b, False))
+  # gfx12 pseudo-scalar transcendentals: VOP3 words with an SGPR source and destination (RDNA4 ISA guide V_S_EXP_F32)
+  for r, fn in (("exp", np.exp2), ("log", np.log2), ("sqrt", np.sqrt), ("rcp", lambda a: 1 / a), ("rsq", lambda a: 1 / np.sqrt(a))):
+    _salu_float(f"v_s_{r}_{ft}", one, lambda st, a, fn=fn: fn(a.astype(np.float64)), ("src0",), "vdst")
+  for r, fn in (("ceil", np.ceil), ("floor", np.floor), ("trunc", np.trunc), ("rndne", np.rint)):
+    _salu_float(f"s_{r}_{ft}", one, lambda st, a, fn=fn: fn(a), ("ssrc0",))
+_salu_float("s_fmaak_f32", "f32 f32 f32 f32", lambda st, a, b, k: fr.fma(a, b, k), ("ssrc0", "ssrc1", "literal"))
+_salu_float("s_fmamk_f32", "f32 f32 f32 f32", lambda st, a, k, b: fr.fma(a, k, b), ("ssrc0", "literal", "ssrc1"))
+_salu_float("s_cvt_f32_i32", "f32 i32", lambda st, a: a.view(np.int32).astype(np.float32), ("ssrc0",))
+_salu_float("s_cvt_f32_u32", "f32 u32", lambda st, a: a.astype(np.float32), ("ssrc0",))
+_salu_float("s_cvt_i32_f32", "i32 f32", lambda st, a: fr.to_int(a, np.int32).view(np.uint32), ("ssrc0",))
+_salu_float("s_cvt_u32_f32", "u32 f32", lambda st, a: fr.to_int(a, np.uint32), ("ssrc0",))
+_salu_float("s_cvt_f16_f32", "f16 f32", lambda st, a: a.astype(np.float16), ("ssrc0",))
+_salu_float("s_cvt_f32_f16", "f32 f16", lambda st, a: a.astype(np.float32), ("ssrc0",))
+_salu_float("s_cvt_hi_f32_f16", "f32 u32", lambda st, a: (a >> np.uint32(16)).astype(np.uint16).view(np.float16).astype(np.float32), ("ssrc0",))
+
+# SOPC float compares: the n* forms are the negation, so they hold for unordered operands (RDNA4 ISA guide S_CMP_NGE_F32)
+_FCMP = {"lt": np.less, "eq": np.equal, "le": np.less_equal, "gt": np.greater, "lg": lambda a, b: (a < b) | (a > b),
+         "ge": np.greater_equal, "o": lambda a, b: ~np.isnan(a) & ~np.isnan(b), "u": lambda a, b: np.isnan(a) | np.isnan(b)}
+_FCMP.update({f"n{k}": (lambda a, b, fn=_FCMP[k]: ~fn(a, b)) for k in ("ge", "lg", "gt", "le", "lt")})
+_FCMP["neq"] = lambda a, b: ~np.equal(a, b)
+def _float_compare(name: str, fn, t: str) -> None:
+  def op(st: WaveState, g: Group, ins: Instruction) -> None:
+    st.scc[g.wv] = fn(_fsrc(st, g, ins.fields["ssrc0"], t), _fsrc(st, g, ins.fields["ssrc1"], t))
+  OPS[name] = op
+for c, fn in _FCMP.items():
+  for ft in _FLOAT: _float_compare(f"s_cmp_{c}_{ft}", fn, ft)
