@@ -265,3 +265,76 @@ def test_llvm_fdiv_with_flushed_denormals_sets_mode_and_rounds_correctly():
   want = a / b
   launch(FDIV_FLUSHED, "fdiv", (1, 1, 1), (L, 1, 1), [a, b], arch="gfx942")
   np.testing.assert_array_equal(a, want)
+
+# ---- LLVM-compiled gfx942 kernels that use the gfx9 forms: packed f32 math, SDWA byte math, DPP lane moves
+PACKED_BYTES = HEAD + """
+define amdgpu_kernel void @k(ptr addrspace(1) %f, ptr addrspace(1) %u) #0 {
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pf = getelementptr <2 x float>, ptr addrspace(1) %f, i32 %i
+  %x = load <2 x float>, ptr addrspace(1) %pf
+  %m = fmul <2 x float> %x, <float 3.0, float -0.5>
+  %s = call <2 x float> @llvm.fma.v2f32(<2 x float> %m, <2 x float> %x, <2 x float> <float 1.5, float 1.5>)
+  store <2 x float> %s, ptr addrspace(1) %pf
+  %pu = getelementptr <4 x i8>, ptr addrspace(1) %u, i32 %i
+  %b = load <4 x i8>, ptr addrspace(1) %pu
+  %r = shufflevector <4 x i8> %b, <4 x i8> poison, <4 x i32> <i32 3, i32 2, i32 1, i32 0>
+  %t = add <4 x i8> %b, %r
+  %q = lshr <4 x i8> %t, <i8 1, i8 2, i8 3, i8 1>
+  store <4 x i8> %q, ptr addrspace(1) %pu
+  ret void
+}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare <2 x float> @llvm.fma.v2f32(<2 x float>, <2 x float>, <2 x float>)
+""" + f"attributes #0 = {{ {ATTRS} }}\n"
+
+def test_llvm_packed_f32_and_sdwa_byte_math():
+  asm, _ = compile_kernel(PACKED_BYTES, "gfx942")
+  assert "v_pk_fma_f32" in asm and "v_pk_mul_f32" in asm and "_sdwa" in asm
+  f = floats().reshape(-1, 2).repeat(2, axis=0).ravel()[:2 * L].copy()
+  u = rng.integers(0, 256, 4 * L, dtype=np.uint8)
+  fw, uw = f.reshape(L, 2).astype(np.float64), u.reshape(L, 4).astype(np.uint16)
+  want_f = (((fw * [3.0, -0.5]).astype(np.float32).astype(np.float64) * fw) + 1.5).astype(np.float32).ravel()
+  want_u = (((uw + uw[:, ::-1]) & 0xFF) >> np.array([1, 2, 3, 1], np.uint16)).astype(np.uint8).ravel()
+  launch(PACKED_BYTES, "k", (1, 1, 1), (L, 1, 1), [f, u], arch="gfx942")
+  np.testing.assert_array_equal(f, want_f)
+  np.testing.assert_array_equal(u, want_u)
+
+# (dpp_ctrl, row_mask, bank_mask, bound_ctrl) -> per lane the source lane or -1 (computed here by hand from the
+# guide's "DPP_CTRL" enumeration, not by the model)
+_LANE = np.arange(L)
+DPP_CASES = {
+  (0xB1, 0xF, 0xF, 0): _LANE ^ 1,                                                   # quad_perm:[1,0,3,2]
+  (0x113, 0xF, 0xF, 0): np.where(_LANE % 16 >= 3, _LANE - 3, -1),                   # row_shr:3
+  (0x125, 0xF, 0xF, 0): _LANE // 16 * 16 + (_LANE % 16 - 5) % 16,                   # row_ror:5
+  (0x140, 0xF, 0xF, 0): _LANE // 16 * 16 + 15 - _LANE % 16,                         # row_mirror
+  (0x138, 0xF, 0xF, 1): _LANE - 1,                                                  # wave_shr:1 bound_ctrl
+  (0x142, 0xA, 0xF, 0): _LANE // 16 * 16 - 1,                                       # row_bcast:15, rows 1 and 3
+}
+
+def test_llvm_update_dpp_lane_moves():
+  calls = "".join(f"""
+  %v{k} = call i32 @llvm.amdgcn.update.dpp.i32(i32 %old, i32 %src, i32 {ctrl}, i32 {rm}, i32 {bm}, i1 {'true' if bc else 'false'})
+  %p{k} = getelementptr i32, ptr addrspace(1) %out, i32 %o{k}
+  store i32 %v{k}, ptr addrspace(1) %p{k}""" + f"\n  %o{k + 1} = add i32 %o{k}, 64" for k, (ctrl, rm, bm, bc) in enumerate(DPP_CASES))
+  ir = HEAD + f"""
+define amdgpu_kernel void @k(ptr addrspace(1) %in, ptr addrspace(1) %out) #0 {{
+  %i = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr i32, ptr addrspace(1) %in, i32 %i
+  %src = load i32, ptr addrspace(1) %pa
+  %old = xor i32 %src, -1
+  %o0 = add i32 %i, 0{calls}
+  ret void
+}}
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare i32 @llvm.amdgcn.update.dpp.i32(i32, i32, i32, i32, i32, i1)
+attributes #0 = {{ {ATTRS} }}
+"""
+  asm, _ = compile_kernel(ir, "gfx942")
+  assert asm.count("_dpp") >= len(DPP_CASES)
+  a = words()
+  out = np.zeros(L * len(DPP_CASES), np.uint32)
+  launch(ir, "k", (1, 1, 1), (L, 1, 1), [a, out], arch="gfx942")
+  for k, ((ctrl, rm, bm, bc), src) in enumerate(DPP_CASES.items()):
+    on = (rm >> (_LANE // 16) & 1).astype(bool) & (bm >> (_LANE // 4 % 4) & 1).astype(bool)
+    moved = np.where(src >= 0, a[np.maximum(src, 0)], 0 if bc else ~a)
+    np.testing.assert_array_equal(out[k * L:(k + 1) * L], np.where(on, moved, ~a), err_msg=f"dpp_ctrl {ctrl:#x}")
