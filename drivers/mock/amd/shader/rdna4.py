@@ -267,6 +267,7 @@ def _vmem(w: _Words, offset: int) -> Instruction:
   return _ins(name, enc, 12, f, _vmem_text(name, enc, f))
 
 def _vmem_text(name: str, enc: str, f: dict) -> str:
+  if name in ("global_inv", "global_wb", "global_wbinv"): return f"{name}{_cache_policy(name, f['th'], f['scope'])}"
   regs = data_regs(name)
   load = "_load_" in name or ("_atomic_" in name and f["th"] & 1)
   saddr_on = f["saddr"].kind != "null"
