@@ -338,3 +338,20 @@ attributes #0 = {{ {ATTRS} }}
     on = (rm >> (_LANE // 16) & 1).astype(bool) & (bm >> (_LANE // 4 % 4) & 1).astype(bool)
     moved = np.where(src >= 0, a[np.maximum(src, 0)], 0 if bc else ~a)
     np.testing.assert_array_equal(out[k * L:(k + 1) * L], np.where(on, moved, ~a), err_msg=f"dpp_ctrl {ctrl:#x}")
+
+def test_llvm_saturating_add_sub_and_packed_half_on_gfx942():
+  from tests.drivers.mock.test_amd_shader_kernels import PACKED, SATURATE
+  a, b = (rng.integers(-2**31, 2**31, L).astype(np.int32) for _ in range(2))
+  a[:3], b[:3] = [2**31 - 1, -2**31, 30000], [5, 7, 10000]
+  out = np.zeros((L, 3), np.int32)
+  launch(SATURATE, "sat", (1, 1, 1), (L, 1, 1), [a, b, out], arch="gfx942")
+  au, bu = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)
+  np.testing.assert_array_equal(out[:, 0].view(np.uint32), np.minimum(au + bu, 2**32 - 1))
+  np.testing.assert_array_equal(out[:, 1], np.clip(a.astype(np.int64) - b, -2**31, 2**31 - 1))
+  np.testing.assert_array_equal(out[:, 2], np.clip(a.astype(np.int16).astype(np.int64) + b.astype(np.int16), -2**15, 2**15 - 1))
+  h, k = (rng.standard_normal((2, L, 2)) * 3).astype(np.float16)
+  c = np.zeros((L, 2), np.float16)
+  launch(PACKED, "pk", (1, 1, 1), (L, 1, 1), [h, k, c], arch="gfx942")
+  s = (h * k).astype(np.float16) + np.array([1, 2], np.float16)
+  f = (np.stack([s[:, 1], k[:, 0]], axis=1).astype(np.float64) * h + k).astype(np.float16)
+  np.testing.assert_array_equal(c, np.maximum(-f, h))
