@@ -271,3 +271,15 @@ def test_split_barrier_orders_lds_between_waves_and_atomics_return_by_th():
   out = execute(body, [4, 5], a, lanes=lanes, lds=256)
   np.testing.assert_array_equal(out[:, 0], np.concatenate([a[32:], a[:32]]))
   assert sorted(out[:, 1].tolist()) == list(range(lanes))          # every lane saw a distinct old value
+
+def test_sixteen_bit_vop2_fields_are_true16_halves_printed_fake16():
+  """Bit 7 of a 16-bit VOP1/VOP2 register field picks the high half (the hardware is true16); LLVM's gfx1201 printer
+  is fake16 and shows the raw register number."""
+  V_ADD_F16 = 50
+  inst = decode(words(*vop2(V_ADD_F16, 128 + 4, V(128 + 1), 128 + 2)), 0)
+  assert inst.text == "v_add_f16_e32 v132, v129, v130"
+  assert (inst.fields["vdst"], inst.fields["src0"], inst.fields["src1"]) == (Operand("v", 4, hi=True), Operand("v", 1, hi=True), Operand("v", 2, hi=True))
+  a = np.array([0x3C00_4000] * 32, np.uint32)                          # v1: lo 2.0, hi 1.0
+  b = np.array([0x4400_3800] * 32, np.uint32)                          # v2: lo 0.5, hi 4.0
+  out = execute(vop1(V_MOV_B32, 4, I(0)) + vop2(V_ADD_F16, 128 + 4, V(128 + 1), 128 + 2), [4], a, b)
+  assert out[0, 0] == np.float16(5.0).view(np.uint16).astype(np.uint32) << 16

@@ -9,9 +9,9 @@ from __future__ import annotations
 from drivers.mock.amd.shader import rdna4_opcodes as ops
 from drivers.mock.amd.shader.instruction import Instruction, Operand, UnknownInstruction
 from drivers.mock.amd.shader.operand_widths import MASK, data_regs
-from drivers.mock.amd.shader.operand_widths import widths as _rdna3_widths
+from drivers.mock.amd.shader.operand_widths import halves as _rdna3_halves, widths as _rdna3_widths
 from drivers.mock.amd.shader.rdna3 import (_ACCUMULATE, _CARRY_IN, _DEPCTR, _SDST_VOP1, _SDST_VOP3, _VOP3_TWO_SOURCES,
-  _Words, _ds_text, _field, _no_dpp, _sext, _sopk_text, _sopp_operand, _src_mod, _u32, _vop3_modifiers, operand_text,
+  _Words, _ds_text, _field, _half, _no_dpp, _sext, _sopk_text, _sopp_operand, _src_mod, _u32, _vop3_modifiers, operand_text,
   source)
 
 # gfx12 mnemonics whose behaviour is an RDNA3 instruction's (RDNA4 ISA guide, "New and changed instructions": renames)
@@ -47,10 +47,15 @@ _SCALAR_TRANS = frozenset(f"v_s_{op}_{t}" for op in ("exp", "log", "rcp", "rsq",
 
 def _named(name: str) -> str: return RDNA3_NAME.get(name, name)
 def widths(name: str) -> tuple: return _rdna3_widths(_named(name))
+def halves(name: str) -> tuple: return _rdna3_halves(_named(name))
+
+def _fake16(op: Operand) -> Operand:
+  """The register number LLVM's fake16 printer shows for a high-half operand of a VOP1/VOP2/VOPC field: v(128 + n)."""
+  return Operand("v", op.index + 128) if op.kind == "v" and op.hi else op
 
 def _vop_text(name: str, suffix: str, dsts: list[str], srcs: list[Operand], wd: tuple, f: dict, wave64: bool) -> str:
   """gfx1201 is a fake16 target in LLVM: 16-bit operands print as whole VGPRs and VOP3 shows op_sel bits."""
-  texts = [_src_mod(operand_text(s, wd[1 + i] if i < 3 else 1, wave64), f.get("neg", 0), f.get("abs", 0), i)
+  texts = [_src_mod(operand_text(_fake16(s), wd[1 + i] if i < 3 else 1, wave64), f.get("neg", 0), f.get("abs", 0), i)
            for i, s in enumerate(srcs)]
   opsel = ""
   if f.get("opsel") and "opsel_hi" not in f:
@@ -133,20 +138,22 @@ def _vop1(w: _Words, offset: int, wave64: bool) -> Instruction:
   d = w.words[0]
   name = _lookup(ops.VOP1, _field(d, 16, 9), "VOP1", offset)
   _no_dpp(_field(d, 8, 0), "VOP1", offset)
-  vdst = Operand("s" if name in _SDST_VOP1 else "v", _field(d, 24, 17))
-  f = {"vdst": vdst, "src0": w.src(_field(d, 8, 0))}
+  h = halves(name)  # the hardware is true16: bit 7 of a 16-bit operand's field picks the high half (printed fake16)
+  vdst = Operand("s", _field(d, 24, 17)) if name in _SDST_VOP1 else _half(Operand("v", _field(d, 24, 17)), h[0])
+  f = {"vdst": vdst, "src0": _half(w.src(_field(d, 8, 0)), h[1])}
   if name in ("v_nop", "v_pipeflush"): return _ins(name, "VOP1", w.size, f, f"{name}_e32")
   wd = widths(name)
   suffix = "" if name in _SDST_VOP1 else "_e32"
-  return _ins(name, "VOP1", w.size, f, _vop_text(name, suffix, [operand_text(vdst, wd[0])], [f["src0"]], wd, f, wave64))
+  return _ins(name, "VOP1", w.size, f, _vop_text(name, suffix, [operand_text(_fake16(vdst), wd[0])], [f["src0"]], wd, f, wave64))
 
 def _vop2(w: _Words, offset: int, wave64: bool) -> Instruction:
   d = w.words[0]
   name = _lookup(ops.VOP2, _field(d, 30, 25), "VOP2", offset)
   _no_dpp(_field(d, 8, 0), "VOP2", offset)
-  wd = widths(name)
-  vdst, src0, vsrc1, vcc = Operand("v", _field(d, 24, 17)), w.src(_field(d, 8, 0)), Operand("v", _field(d, 16, 9)), Operand("vcc_lo")
-  dsts = [operand_text(vdst, wd[0])]
+  wd, h = widths(name), halves(name)
+  vdst, src0 = _half(Operand("v", _field(d, 24, 17)), h[0]), _half(w.src(_field(d, 8, 0)), h[1])
+  vsrc1, vcc = _half(Operand("v", _field(d, 16, 9)), h[2]), Operand("vcc_lo")
+  dsts = [operand_text(_fake16(vdst), wd[0])]
   if name in ("v_fmamk_f32", "v_fmamk_f16", "v_fmaak_f32", "v_fmaak_f16"):
     k = Operand("literal", value=w.lit())
     f = {"vdst": vdst, "src0": src0, "src1": k, "src2": vsrc1} if "mk" in name else {"vdst": vdst, "src0": src0, "src1": vsrc1, "src2": k}
@@ -163,7 +170,8 @@ def _vopc(w: _Words, offset: int, wave64: bool) -> Instruction:
   d = w.words[0]
   name = _lookup(ops.VOPC, _field(d, 24, 17), "VOPC", offset)
   _no_dpp(_field(d, 8, 0), "VOPC", offset)
-  f = {"src0": w.src(_field(d, 8, 0)), "src1": Operand("v", _field(d, 16, 9))}
+  h = halves(name)
+  f = {"src0": _half(w.src(_field(d, 8, 0)), h[1]), "src1": _half(Operand("v", _field(d, 16, 9)), h[2])}
   f["sdst"] = Operand("exec_lo") if name.startswith("v_cmpx") else Operand("vcc_lo")
   dsts = [] if name.startswith("v_cmpx") else [operand_text(f["sdst"], MASK, wave64)]
   return _ins(name, "VOPC", w.size, f, _vop_text(name, "_e32", dsts, [f["src0"], f["src1"]], widths(name), f, wave64))
