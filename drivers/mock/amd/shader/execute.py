@@ -90,8 +90,9 @@ def dump_program(dispatch: Dispatch, memory: GPUMemory, directory: str) -> str:
   path = os.path.join(directory, f"{dispatch.arch}-{hashlib.sha256(code).hexdigest()[:24]}.bin")
   if path not in _DUMPED or not os.path.exists(path):
     os.makedirs(directory, exist_ok=True)
-    with open(path + ".tmp", "wb") as f: f.write(code)
-    os.replace(path + ".tmp", path)  # a reader never sees half a program
+    tmp = f"{path}.{os.getpid()}.tmp"  # per process: runs in parallel may dump the same program
+    with open(tmp, "wb") as f: f.write(code)
+    os.replace(tmp, path)  # a reader never sees half a program
     _DUMPED.add(path)
   return path
 
