@@ -28,7 +28,7 @@ def frame() -> list[int]:
           + flat(SEG_GLOBAL, GLOBAL_LOAD_DWORD, vdst=2, addr=0, saddr=2, offset=BLOCK)
           + flat(SEG_GLOBAL, GLOBAL_LOAD_DWORD, vdst=3, addr=0, saddr=2, offset=2 * BLOCK))
 
-def execute(words: list[int], stores: list[int], a=None, b=None, c=None, rsrc1: int = RSRC1) -> np.ndarray:
+def execute(words: list[int], stores: list[int], a=None, b=None, c=None, rsrc1: int = RSRC1, rsrc3: int = 0) -> np.ndarray:
   """Run frame + words + one global_store_dword per register in `stores` as one wave64 on gfx942; returns the
   stored words (lanes x len(stores))."""
   inp = np.zeros(3 * BLOCK, np.uint8)
@@ -41,7 +41,7 @@ def execute(words: list[int], stores: list[int], a=None, b=None, c=None, rsrc1: 
   mem = ArrayMemory(np.zeros(0x30000, np.uint8))
   mem.data[0x1000:0x1000 + code.size] = code
   mem.data[0x20000:0x20000 + inp.size] = inp
-  d = Dispatch("gfx942", 0x1000, rsrc1, 4 << 1, 0, (0x10000, 0, 0x20000, 0), (1, 1, 1), (L, 1, 1), False, 0)
+  d = Dispatch("gfx942", 0x1000, rsrc1, 4 << 1, rsrc3, (0x10000, 0, 0x20000, 0), (1, 1, 1), (L, 1, 1), False, 0)
   run(d, mem)
   return mem.data[0x10000:0x10000 + BLOCK * len(stores)].view(np.uint32).reshape(len(stores), L).T.copy()
 
@@ -355,3 +355,20 @@ def test_llvm_saturating_add_sub_and_packed_half_on_gfx942():
   s = (h * k).astype(np.float16) + np.array([1, 2], np.float16)
   f = (np.stack([s[:, 1], k[:, 0]], axis=1).astype(np.float64) * h + k).astype(np.float16)
   np.testing.assert_array_equal(c, np.maximum(-f, h))
+
+# ---- AGPRs: the upper part of the unified register file from ACCUM_OFFSET = (RSRC3[5:0] + 1) * 4 (agpr_ops.py)
+def test_accvgpr_moves_live_in_the_unified_file_past_accum_offset():
+  a = words()
+  prog = (vop3p(0x59, 0, V + 1, 0)                                        # v_accvgpr_write_b32 a0, v1
+          + vop3p(0x59, 1, INT0 + 7, 0)                                  # v_accvgpr_write_b32 a1, 7
+          + [vop1(0x52, 2, V + 0)]                                       # v_accvgpr_mov_b32 a2, a0
+          + vop3p(0x58, 4, V + 2, 0) + vop3p(0x58, 5, V + 1, 0)          # v_accvgpr_read_b32 v4, a2; v5, a1
+          + [vop1(0x01, 6, V + 16)])                                     # v_mov_b32 v6, v16: a0 when ACCUM_OFFSET is 16
+  out = execute(prog, [4, 5, 6], a, rsrc3=3)                              # ACCUM_OFFSET field 3 -> unified register 16
+  np.testing.assert_array_equal(out[:, 0], a)
+  np.testing.assert_array_equal(out[:, 1], np.full(L, 7, np.uint32))
+  np.testing.assert_array_equal(out[:, 2], a)
+
+def test_an_agpr_past_the_allocation_faults():
+  with pytest.raises(ShaderFault, match="AGPR a127 is unified register 131, beyond the 128"):
+    execute(vop3p(0x59, 127, V + 1, 0), [], rsrc3=0)

@@ -9,6 +9,7 @@ import numpy as np
 from drivers.mock.amd.shader import cdna3, lane_modifiers, rdna3, rdna4
 from drivers.mock.amd.shader.dispatch import Dispatch, GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
+from drivers.mock.amd.shader.agpr_ops import OPS as AGPR_OPS, accum_offset
 from drivers.mock.amd.shader.matrix_ops import OPS as MATRIX_OPS
 from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
 from drivers.mock.amd.shader.mode_register import OPS as MODE_OPS
@@ -16,7 +17,7 @@ from drivers.mock.amd.shader.scalar_ops import OPS as SCALAR_OPS
 from drivers.mock.amd.shader.vector_ops import OPS as VECTOR_OPS
 from drivers.mock.amd.shader.wave_state import EXEC, VCC, Group, WaveState
 
-OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS}
+OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS, **AGPR_OPS}
 RUNNING, AT_BARRIER, DONE = 0, 1, 2
 # instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
@@ -117,6 +118,7 @@ class _Batch:
     nw = len(groups) * wpg
     self.st = st = WaveState(nw, L, min(512, ((d.rsrc1 & 0x3F) + 1) * vgpr_granule(d.arch, L)))
     st.memory = memory
+    st.acc_base = accum_offset(d.rsrc3) if d.arch.startswith("gfx9") else None
     self._modes(d.rsrc1)
     st.lds_bytes = d.lds_bytes
     st.lds = np.zeros(len(groups) * d.lds_bytes, np.uint8)

@@ -49,6 +49,7 @@ class WaveState:
     self.memory = self.scratch = None
     self.lds, self.lds_bytes, self.lane_group = np.zeros(0, np.uint8), 0, np.zeros(nwaves * wave_size, np.int64)
     self.scratch_lane_bytes = 0
+    self.acc_base: int | None = None  # gfx90a/gfx94x: the unified register of AGPR a0 (agpr_ops.py)
 
   def flush(self, t: str) -> bool:
     """Whether denormals of float type t flush to zero (MODE.FP_DENORM: only 'allow both' keeps them)."""
