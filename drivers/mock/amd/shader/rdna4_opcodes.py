@@ -2,7 +2,9 @@
 tables of each microcode format chapter (AMD's machine-readable ISA specification, amdgpu_isa_rdna4.xml); names in lower
 case as LLVM prints them, without the _e32/_e64 encoding suffix. VOP3 holds VOPC (0-255), VOP2 (256-383) and VOP1
 (384-511) ops promoted to three operands, its own ops from 512, and the VOP3SD (scalar carry-out) ops. FLAT, GLOBAL,
-SCRATCH and MUBUF are the guide's VFLAT, VGLOBAL, VSCRATCH and VBUFFER formats."""
+SCRATCH and MUBUF are the guide's VFLAT, VGLOBAL, VSCRATCH and VBUFFER formats. The name/number pairs were read from a
+machine-generated enumeration of that XML (tinygrad's tinygrad/runtime/autogen/amd/rdna4/enum.py) and checked against
+LLVM's gfx1201 listings in tests/drivers/mock/test_amd_rdna4_llvm.py."""
 
 SOP1 = {
   0: 's_mov_b32', 1: 's_mov_b64', 2: 's_cmov_b32', 3: 's_cmov_b64', 4: 's_brev_b32', 5: 's_brev_b64',
