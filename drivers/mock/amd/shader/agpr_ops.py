@@ -14,20 +14,24 @@ def accum_offset(rsrc3: int) -> int:
   """The unified register that holds a0."""
   return ((rsrc3 & 0x3F) + 1) * 4
 
-def _row(st: WaveState, op: Operand) -> int:
+def agpr_row(st: WaveState, op: Operand) -> int:
   """The unified register row of an AGPR operand; ShaderFault past the wave's allocation."""
   if st.acc_base is None: raise ShaderFault(f"AGPR a{op.index} used by an architecture without accumulation registers")
   row = st.acc_base + op.index
   if row >= st.nvgpr: raise ShaderFault(f"AGPR a{op.index} is unified register {row}, beyond the {st.nvgpr} of the wave")
   return row
 
+def register_row(st: WaveState, op: Operand) -> int:
+  """The unified register row of a VGPR or AGPR operand (memory instructions and MFMA take either)."""
+  return agpr_row(st, op) if op.kind == "acc" else op.index
+
 def _write(st: WaveState, g: Group, ins: Instruction) -> None:
-  st.vwrite(g, _row(st, ins.fields["vdst"]), np.asarray(st.vread(g, ins.fields["src0"]), np.uint32))
+  st.vwrite(g, agpr_row(st, ins.fields["vdst"]), np.asarray(st.vread(g, ins.fields["src0"]), np.uint32))
 
 def _read(st: WaveState, g: Group, ins: Instruction) -> None:
-  st.vwrite(g, ins.fields["vdst"].index, st.V[_row(st, ins.fields["src0"]), g.ln])
+  st.vwrite(g, ins.fields["vdst"].index, st.V[agpr_row(st, ins.fields["src0"]), g.ln])
 
 def _mov(st: WaveState, g: Group, ins: Instruction) -> None:
-  st.vwrite(g, _row(st, ins.fields["vdst"]), st.V[_row(st, ins.fields["src0"]), g.ln])
+  st.vwrite(g, agpr_row(st, ins.fields["vdst"]), st.V[agpr_row(st, ins.fields["src0"]), g.ln])
 
 OPS.update({"v_accvgpr_write_b32": _write, "v_accvgpr_read_b32": _read, "v_accvgpr_mov_b32": _mov})

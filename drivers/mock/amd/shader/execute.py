@@ -2,7 +2,7 @@
 whose waves run in lockstep: each step, the waves at the lowest PC execute that instruction together (vector state
 is one numpy column per lane); s_barrier holds a wave until every live wave of its workgroup arrives. Instructions
 are decoded once per dispatch (cached by address) and executed by mnemonic (scalar_ops, vector_ops, matrix_ops,
-memory_ops), so another architecture's decoder can reuse the executor."""
+mfma_ops, memory_ops), so another architecture's decoder can reuse the executor."""
 from __future__ import annotations
 import hashlib, os
 import numpy as np
@@ -12,12 +12,13 @@ from drivers.mock.amd.shader.instruction import Instruction, UnknownInstruction
 from drivers.mock.amd.shader.agpr_ops import OPS as AGPR_OPS, accum_offset
 from drivers.mock.amd.shader.matrix_ops import OPS as MATRIX_OPS
 from drivers.mock.amd.shader.memory_ops import OPS as MEMORY_OPS, ArrayMemory
+from drivers.mock.amd.shader.mfma_ops import OPS as MFMA_OPS
 from drivers.mock.amd.shader.mode_register import OPS as MODE_OPS
 from drivers.mock.amd.shader.scalar_ops import OPS as SCALAR_OPS
 from drivers.mock.amd.shader.vector_ops import OPS as VECTOR_OPS
 from drivers.mock.amd.shader.wave_state import EXEC, VCC, Group, WaveState
 
-OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS, **AGPR_OPS}
+OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS, **AGPR_OPS, **MFMA_OPS}
 RUNNING, AT_BARRIER, DONE = 0, 1, 2
 # instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",

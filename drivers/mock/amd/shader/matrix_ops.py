@@ -10,7 +10,7 @@ from drivers.mock.amd.shader.wave_state import Group, WaveState
 
 OPS: dict = {}
 
-def _bf16(bits: np.ndarray) -> np.ndarray:
+def bf16_values(bits: np.ndarray) -> np.ndarray:
   return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 def _to_bf16(x: np.ndarray) -> np.ndarray:
@@ -28,7 +28,7 @@ def _input(st: WaveState, g: Group, ins: Instruction, i: int, kind: str) -> np.n
   regs = {"f16": 8, "bf16": 8, "iu8": 4, "iu4": 2}[kind]
   words = np.ascontiguousarray(_lane_words(st, g, ins.fields[f"src{i}"].index, regs)[:, :16])
   if kind == "f16": vals = words.view(np.float16).astype(np.float64)
-  elif kind == "bf16": vals = _bf16(words.view(np.uint16)).astype(np.float64)
+  elif kind == "bf16": vals = bf16_values(words.view(np.uint16)).astype(np.float64)
   else:
     signed = bool(ins.fields["neg"] >> i & 1)  # NEG[0]/NEG[1] mark A/B as signed integers
     raw = words.view(np.uint8)
@@ -52,7 +52,7 @@ def _wmma(out: str, kind: str):
     hi = bool(ins.fields["opsel"] >> 2 & 1)
     if out in ("f16", "bf16"):
       half = ((c_words >> np.uint32(16)) if hi else c_words) & np.uint32(0xFFFF)
-      c_lane = half.astype(np.uint16).view(np.float16).astype(np.float64) if out == "f16" else _bf16(half.astype(np.uint16)).astype(np.float64)
+      c_lane = half.astype(np.uint16).view(np.float16).astype(np.float64) if out == "f16" else bf16_values(half.astype(np.uint16)).astype(np.float64)
     else: c_lane = c_words.view(np.float32 if out == "f32" else np.int32).astype(np.float64 if out == "f32" else np.int64)
     d = a @ b  # (waves, 16, 16)
     d_lane = d[:, rows, cols] + c_lane

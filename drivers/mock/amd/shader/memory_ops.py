@@ -3,6 +3,7 @@ scalar loads per wave, vector loads/stores/atomics per active lane through GPUMe
 per lane held by the state. Keyed by mnemonic; `OPS[name](state, group, instruction)`."""
 from __future__ import annotations
 import numpy as np
+from drivers.mock.amd.shader.agpr_ops import register_row
 from drivers.mock.amd.shader.dispatch import GPUMemory, ShaderFault
 from drivers.mock.amd.shader.instruction import Instruction
 from drivers.mock.amd.shader.operand_widths import data_regs
@@ -134,7 +135,7 @@ def _load_shape(name: str) -> tuple[int, str]:
   return 4 * data_regs(name), "w"
 
 def _land(st: WaveState, g: Group, ins: Instruction, act: np.ndarray, data: np.ndarray, how: str) -> None:
-  vdst = ins.fields["vdst"].index
+  vdst = register_row(st, ins.fields["vdst"])
   full = np.zeros((g.em.size, data.shape[1]), np.uint8)
   full[act] = data
   if how == "w":
@@ -158,7 +159,7 @@ def _vmem_load(st: WaveState, g: Group, ins: Instruction) -> None:
   _land(st, g, ins, act, data, how)
 
 def _store_bytes(st: WaveState, g: Group, ins: Instruction, act: np.ndarray) -> np.ndarray:
-  name, data = ins.name, ins.fields["data"].index
+  name, data = ins.name, register_row(st, ins.fields["data"])
   tail = name.split("_store_")[1]
   tail = _DS_D16.get(tail, tail)
   if tail in ("b8", "b16", "d16_hi_b8", "d16_hi_b16"):
@@ -226,8 +227,8 @@ def _vmem_atomic(st: WaveState, g: Group, ins: Instruction) -> None:
   f = ins.fields
   wide = data_regs(ins.name) == 2 or ins.name.endswith("64")
   regs = 2 if wide else 1
-  data = _lane_value(st, g, f["data"].index, regs, act)
-  data2 = _lane_value(st, g, f["data"].index + regs, regs, act) if "cmpswap" in ins.name else None
+  data = _lane_value(st, g, register_row(st, f["data"]), regs, act)
+  data2 = _lane_value(st, g, register_row(st, f["data"]) + regs, regs, act) if "cmpswap" in ins.name else None
   def read(a, n):
     buf, base = st.memory.span(a, a + n)
     return buf[a - base:a - base + n]
@@ -235,7 +236,7 @@ def _vmem_atomic(st: WaveState, g: Group, ins: Instruction) -> None:
     buf, base = st.memory.span(a, a + raw.size)
     buf[a - base:a - base + raw.size] = raw
   old = _rmw(read, write, _global_addresses(st, g, ins, act), data, data2, ins.name)
-  if f["glc"]: _return(st, g, f["vdst"].index, regs, act, old)
+  if f["glc"]: _return(st, g, register_row(st, f["vdst"]), regs, act, old)
 
 def _lane_value(st: WaveState, g: Group, reg: int, regs: int, act: np.ndarray) -> np.ndarray:
   v = st.V[reg, g.ln][act].astype(np.uint64)
@@ -287,7 +288,7 @@ def _ds_store(st: WaveState, g: Group, ins: Instruction) -> None:
   if "2addr" in ins.name:
     size, o0, o1 = _ds_two(ins)
     regs = size // 4
-    for reg, off in ((f["data0"].index, o0), (f["data1"].index, o1)):
+    for reg, off in ((register_row(st, f["data0"]), o0), (register_row(st, f["data1"]), o1)):
       a = _lds_addresses(st, g, ins, act, off, size)
       st.lds[a[:, None] + np.arange(size)] = _to_bytes([st.V[reg + k, g.ln][act] for k in range(regs)])
     return
@@ -301,12 +302,12 @@ def _ds_atomic(st: WaveState, g: Group, ins: Instruction) -> None:
   f = ins.fields
   regs = 2 if ins.name.endswith("64") else 1
   a = _lds_addresses(st, g, ins, act, _ds_offset(ins), 4 * regs)
-  data = _lane_value(st, g, f["data0"].index, regs, act)
-  data2 = _lane_value(st, g, f["data1"].index, regs, act) if "cmpstore" in ins.name else None
+  data = _lane_value(st, g, register_row(st, f["data0"]), regs, act)
+  data2 = _lane_value(st, g, register_row(st, f["data1"]), regs, act) if "cmpstore" in ins.name else None
   def read(x, n): return st.lds[x:x + n]
   def write(x, raw): st.lds[x:x + raw.size] = raw
   old = _rmw(read, write, a, data, data2, ins.name.replace("_rtn", ""))
-  if "_rtn" in ins.name: _return(st, g, f["vdst"].index, regs, act, old)
+  if "_rtn" in ins.name: _return(st, g, register_row(st, f["vdst"]), regs, act, old)
 
 def _ds_bpermute(st: WaveState, g: Group, ins: Instruction) -> None:
   """DS_BPERMUTE_B32: each lane reads DATA0 of lane (ADDR + offset) / 4 of its wave (RDNA3 ISA guide 16.12)."""
@@ -314,8 +315,8 @@ def _ds_bpermute(st: WaveState, g: Group, ins: Instruction) -> None:
   n = g.em.size
   src_lane = ((st.V[f["addr"].index, g.ln].astype(np.int64) + _ds_offset(ins)) // 4) % st.L
   wave_base = (np.arange(n) // st.L) * st.L
-  data = np.where(g.em, st.V[f["data0"].index, g.ln], 0)
-  st.vwrite(g, f["vdst"].index, data[wave_base + src_lane])
+  data = np.where(g.em, st.V[register_row(st, f["data0"]), g.ln], 0)
+  st.vwrite(g, register_row(st, f["vdst"]), data[wave_base + src_lane])
 
 for t in ("b32", "b64", "b96", "b128", "u8", "i8", "u16", "i16", "u8_d16", "u8_d16_hi", "i8_d16", "i8_d16_hi", "u16_d16", "u16_d16_hi"):
   OPS[f"ds_load_{t}"] = _ds_load
