@@ -10,7 +10,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.llvmir import _Function, _as_float, _suffix, const_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
-from codegen.tensor_core import wmma_16x16x16
+from codegen.tensor_core import mfma_16x16x16, wmma_16x16x16
 
 GLOBAL, LOCAL, PRIVATE = 1, 3, 5  # AMDGPUUsage.rst "Address Spaces": global, local (LDS), private (scratch)
 # workgroup id / workitem id intrinsics per SPECIAL prefix (AMDGPUUsage.rst "LLVM IR Intrinsics")
@@ -48,6 +48,13 @@ def wave_size(arch: str) -> int:
   """RDNA (gfx10+) runs wave32 (tg's choice; it also has wave64), CDNA/GCN (gfx9) only wave64."""
   return 32 if parse_arch(arch)[0] >= 10 else 64
 
+def tensor_core_kinds(arch: str) -> tuple:
+  """gfx11 (RDNA3) has v_wmma in wave32, gfx94x/gfx950 (CDNA3/4) v_mfma 16x16x16 in wave64 (gfx90a's bf16 form is
+  another instruction); gfx12 lays WMMA fragments out differently."""
+  major, minor, _ = parse_arch(arch)
+  if major == 11: return (wmma_16x16x16,)
+  return (mfma_16x16x16,) if major == 9 and minor in (4, 5) else ()
+
 class AMDGPURenderer(Renderer):
   device = "AMD"
   has_local = True
@@ -56,8 +63,7 @@ class AMDGPURenderer(Renderer):
   def __init__(self, arch: str = "gfx1100"):
     parse_arch(arch)
     self.arch = arch
-    # gfx11 (RDNA3) has v_wmma with the wave32 layout of codegen.tensor_core; gfx12 lays fragments out differently
-    self.tensor_cores = tuple(wmma_16x16x16(dt) for dt in (dtypes.float16, dtypes.bfloat16)) if parse_arch(arch)[0] == 11 else ()
+    self.tensor_cores = tuple(tc(dt) for tc in tensor_core_kinds(arch) for dt in (dtypes.float16, dtypes.bfloat16))
   def render(self, name: str, uops: list[UOp]) -> str: return _Kernel(name).render(uops)
 
 class _Kernel(_Function):
@@ -92,7 +98,7 @@ class _Kernel(_Function):
       self.emit("call void @llvm.amdgcn.s.barrier()")
       self.emit('fence syncscope("workgroup") acquire')
       return None
-    if u.op is Ops.WMMA: return self.wmma(u)
+    if u.op is Ops.WMMA: return self.mfma(u) if u.arg.instruction == "mfma" else self.wmma(u)
     return super().render_one(u)
 
   def wmma(self, u: UOp) -> str:
@@ -105,6 +111,17 @@ class _Kernel(_Function):
     fname = f"llvm.amdgcn.wmma.f32.16x16x16.{'bf16' if bf16 else 'f16'}.{_suffix(td)}.{_suffix(t)}"
     self.decls.add(f"declare {td} @{fname}({t}, {t}, {tc})")
     return self.op(f"call {td} @{fname}({t} {ra}, {t} {rb}, {tc} {self.ref(c)})")
+
+  def mfma(self, u: UOp) -> str:
+    """D = A @ B + C through LLVM's wave64 MFMA intrinsic (IntrinsicsAMDGPU.td int_amdgcn_mfma_f32_16x16x16f16 and
+    _16x16x16bf16_1k: A and B as <4 x half> or <4 x i16> bfloat16 bits, then cbsz, abid, blgp = 0: no broadcast)."""
+    a, b, c = u.src
+    bf16 = a.dtype.scalar == dtypes.bfloat16
+    ra, rb = (self.float_to_bf16_bits(self.ref(x), ltype(x.dtype)) if bf16 else self.ref(x) for x in (a, b))
+    t, tc, td = with_scalar(ltype(a.dtype), "i16") if bf16 else ltype(a.dtype), ltype(c.dtype), ltype(u.dtype)
+    fname = f"llvm.amdgcn.mfma.f32.16x16x16{'bf16.1k' if bf16 else 'f16'}"
+    self.decls.add(f"declare {td} @{fname}({t}, {t}, {tc}, i32, i32, i32)")
+    return self.op(f"call {td} @{fname}({t} {ra}, {t} {rb}, {tc} {self.ref(c)}, i32 0, i32 0, i32 0)")
 
   def special(self, u: UOp) -> str:
     kind, dim = u.arg[0][0], int(u.arg[0][-1])

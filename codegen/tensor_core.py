@@ -40,7 +40,7 @@ def _nv(w: int, g: int, t: int, c: int) -> Place:
 
 @dataclass(frozen=True)
 class TensorCore:
-  instruction: str                    # "mma" (mma.sync), "wgmma" (wgmma.mma_async) or "wmma" (RDNA3 v_wmma)
+  instruction: str                    # "mma" (mma.sync), "wgmma" (wgmma.mma_async), "wmma" (RDNA3 v_wmma) or "mfma" (CDNA v_mfma)
   dims: tuple[int, int, int]          # (M, N, K): D and C are M x N, A is M x K, B is K x N
   dtype_in: DType
   dtype_acc: DType
@@ -90,3 +90,14 @@ _WMMA_C = tuple((Place(lane_bits(4, 1), 2 * r), _LOW16) for r in range(8))
 
 def wmma_16x16x16(dtype_in: DType) -> TensorCore:
   return TensorCore("wmma", (16, 16, 16), dtype_in, dtypes.float32, _WMMA_A, _WMMA_B, _WMMA_C, 32)
+
+# CDNA3 wave64 v_mfma_f32_16x16x16_{f16,bf16} (MI300 ISA guide "Matrix Arithmetic Instructions" register layouts; AMD
+# matrix instruction calculator, CDNA3 --matrix-layout): lane l holds A[l%16][4(l//16) + i] and B[4(l//16) + i][l%16],
+# i = 0..3; register r of D holds (4(l//16) + r, l%16).
+_QUAD = lane_bits(4, 2, 4)  # 4 * (lane // 16)
+_MFMA_A = tuple((_LOW16, Place(_QUAD, i)) for i in range(4))
+_MFMA_B = tuple((Place(_QUAD, i), _LOW16) for i in range(4))
+_MFMA_C = tuple((Place(_QUAD, r), _LOW16) for r in range(4))
+
+def mfma_16x16x16(dtype_in: DType) -> TensorCore:
+  return TensorCore("mfma", (16, 16, 16), dtype_in, dtypes.float32, _MFMA_A, _MFMA_B, _MFMA_C, 64)
