@@ -6,7 +6,7 @@ packet formats; the software engine here runs them on worker threads (CPU and PY
 A queue is built once and can be submitted many times: any word may be a UOp (an integer expression of Variables,
 such as a signal value) or a PatchSlot (an object such as an input buffer), filled in from `var_vals` at submit."""
 from __future__ import annotations
-import atexit, json, os, queue, tempfile, threading, time
+import atexit, json, math, os, queue, tempfile, threading, time
 from dataclasses import dataclass
 from typing import Any, Callable
 import numpy as np
@@ -153,7 +153,7 @@ class SoftwareEngine:
       cmd = words[i]
       if cmd == "wait":
         self.blocked = (words[i + 1], words[i + 2])
-        try: words[i + 1].wait(words[i + 2])
+        try: words[i + 1].wait(words[i + 2], timeout_ms=math.inf)  # as a GPU's engine, it waits for good: synchronize is what times out
         finally: self.blocked = None
         i += 3
       elif cmd == "signal":

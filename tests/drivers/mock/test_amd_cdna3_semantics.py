@@ -372,3 +372,34 @@ def test_accvgpr_moves_live_in_the_unified_file_past_accum_offset():
 def test_an_agpr_past_the_allocation_faults():
   with pytest.raises(ShaderFault, match="AGPR a127 is unified register 131, beyond the 128"):
     execute(vop3p(0x59, 127, V + 1, 0), [], rsrc3=0)
+
+def bf16_nearest_even(x: float) -> int:
+  """The bfloat16 bits nearest to float32 x (ties to the even one), by comparing the two neighbours in float64."""
+  if np.isnan(x): return None
+  down = int(np.float32(x).view(np.uint32)) >> 16
+  value = lambda bits: float(np.uint32(bits << 16).view(np.float32))
+  lo, hi = value(down), value(down + 1)
+  d_lo, d_hi = abs(float(x) - lo), abs(float(x) - hi)
+  return down if d_lo < d_hi or (d_lo == d_hi and down % 2 == 0) else down + 1
+
+def test_gfx950_packed_conversions_and_three_way_minimum_maximum():
+  """gfx950 (CDNA4 ISA guide): v_cvt_pk_f16_f32 / v_cvt_pk_bf16_f32 (VOP3 0x267/0x268) pack two floats rounded to
+  nearest even, S0 low; v_pk_maximum3_f16 / v_pk_minimum3_f16 (VOP3P 0x1c/0x1b) take the IEEE 754-2019
+  maximum/minimum of three per half (a NaN operand gives NaN)."""
+  a, b = floats(), floats()
+  a[3], b[5], b[6] = np.nan, np.float32(1.00390625), np.float32(1.01171875)  # ties: round to even, down and up
+  h = lambda x: x.astype(np.float16).view(np.uint16).astype(np.uint32)
+  out = execute(vop3(0x267, 4, V + 1, V + 2) + vop3(0x268, 5, V + 1, V + 2), [4, 5], a=a, b=b)
+  np.testing.assert_array_equal(out[:, 0], h(a) | h(b) << np.uint32(16))
+  assert [int(w) >> 16 for w in out[:, 1]] == [bf16_nearest_even(x) for x in b]
+  lows = [int(w) & 0xFFFF for w in out[:, 1]]
+  assert lows[3] & 0x7F80 == 0x7F80 and lows[3] & 0x7F and [l for i, l in enumerate(lows) if i != 3] == [bf16_nearest_even(x) for i, x in enumerate(a) if i != 3]
+  halves = [floats().astype(np.float16) for _ in range(6)]
+  halves[1][7] = np.float16(np.nan)
+  pack = lambda lo, hi: lo.view(np.uint16).astype(np.uint32) | hi.view(np.uint16).astype(np.uint32) << np.uint32(16)
+  out = execute(vop3p(0x1c, 4, V + 1, V + 2, V + 3) + vop3p(0x1b, 5, V + 1, V + 2, V + 3), [4, 5],
+                a=pack(halves[0], halves[1]), b=pack(halves[2], halves[3]), c=pack(halves[4], halves[5]))
+  for col, fn in ((0, np.maximum), (1, np.minimum)):  # numpy's maximum/minimum propagate NaN as IEEE 754-2019 does
+    got = out[:, col]
+    np.testing.assert_array_equal((got & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16), fn(fn(halves[0], halves[2]), halves[4]))
+    np.testing.assert_array_equal((got >> np.uint32(16)).astype(np.uint16).view(np.float16), fn(fn(halves[1], halves[3]), halves[5]))

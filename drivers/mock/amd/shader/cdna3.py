@@ -725,7 +725,7 @@ def _vop3p(ws: _Words, at: int):
     read = name == "v_accvgpr_read_b32"
     fields = {"vdst": Operand("v" if read else "acc", w0 & 0xFF), "src0": Operand("acc", src - 256) if read else ws.src(src)}
     return name, "VOP3P", fields, _join(name, _op_text(fields["vdst"]), _op_text(fields["src0"]))
-  nsrc = 3 if re.search(r"fma|mad|dot|_mix", name) else 2
+  nsrc = 3 if re.search(r"fma|mad|dot|_mix|imum3", name) else 2  # v_pk_maximum3/minimum3 (gfx950) read three
   srcs = [ws.src((w1 >> (9 * i)) & 0x1FF) for i in range(nsrc)]
   opsel, opsel_hi = (w0 >> 11) & 7, ((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2)
   neg, neg_hi = (w1 >> 29) & 7, (w0 >> 8) & 7

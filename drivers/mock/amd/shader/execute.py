@@ -47,7 +47,7 @@ def has_semantics(name: str) -> bool:
 def decoder_for(arch: str):
   """decode(code, offset, wave64) for an architecture's encodings (CDNA3's waves are always 64 lanes wide)."""
   if arch.startswith("gfx11"): return rdna3.decode
-  if arch.startswith("gfx94"): return _cdna3_decode
+  if arch.startswith(("gfx94", "gfx95")): return _cdna3_decode
   if arch.startswith("gfx12"): return rdna4.decode
   raise ShaderFault(f"no instruction decoder for {arch}")
 

@@ -145,6 +145,14 @@ _op("v_cvt_u32_u16", "u32 u16", lambda st, a: a.astype(np.uint32))
 for k in range(4): _op(f"v_cvt_f32_ubyte{k}", "f32 u32", lambda st, a, k=k: ((a >> np.uint32(8 * k)) & np.uint32(0xFF)).astype(np.float32))
 _op("v_cvt_pk_rtz_f16_f32", "u32 f32 f32", lambda st, a, b: fr.to_f16_rtz(a).view(np.uint16).astype(np.uint32) | fr.to_f16_rtz(b).view(np.uint16).astype(np.uint32) << np.uint32(16))
 _op("v_pack_b32_f16", "u32 f16 f16", lambda st, a, b: a.view(np.uint16).astype(np.uint32) | b.view(np.uint16).astype(np.uint32) << np.uint32(16))
+# gfx950 (CDNA4 ISA guide V_CVT_PK_F16_F32): two floats to halves rounded to nearest even, S0 in the low half
+_op("v_cvt_pk_f16_f32", "u32 f32 f32", lambda st, a, b: a.astype(np.float16).view(np.uint16).astype(np.uint32) | b.astype(np.float16).view(np.uint16).astype(np.uint32) << np.uint32(16))
+def _bf16_bits(x: np.ndarray) -> np.ndarray:
+  """float32 -> bfloat16 bits, rounded to nearest even (NaN stays a quiet NaN)."""
+  bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+  rounded = (bits + np.uint32(0x7FFF) + (bits >> np.uint32(16) & np.uint32(1))) >> np.uint32(16)
+  return np.where(np.isnan(x), (bits >> np.uint32(16)) | np.uint32(0x40), rounded).astype(np.uint32)
+_op("v_cvt_pk_bf16_f32", "u32 f32 f32", lambda st, a, b: _bf16_bits(a) | _bf16_bits(b) << np.uint32(16))  # gfx950, as v_cvt_pk_f16_f32
 _op("v_cvt_pk_u16_u32", "u32 u32 u32", lambda st, a, b: np.minimum(a, 0xFFFF) | np.minimum(b, 0xFFFF) << np.uint32(16))
 _op("v_cvt_pk_i16_i32", "u32 i32 i32", lambda st, a, b: (np.clip(a, -32768, 32767).astype(np.uint32) & np.uint32(0xFFFF)) | np.clip(b, -32768, 32767).astype(np.uint32) << np.uint32(16))
 
@@ -434,6 +442,9 @@ _packed("v_pk_max_f16", "f16", 2, lambda st, a, b: fr.minmax(a, b, True, st.ieee
 _packed("v_pk_min_f16", "f16", 2, lambda st, a, b: fr.minmax(a, b, False, st.ieee))
 _packed("v_pk_maximum_f16", "f16", 2, lambda st, a, b: minimum_maximum(a, b, True))
 _packed("v_pk_minimum_f16", "f16", 2, lambda st, a, b: minimum_maximum(a, b, False))
+# gfx950 (CDNA4 ISA guide V_PK_MAXIMUM3_F16 / V_PK_MINIMUM3_F16): per half, the IEEE 754-2019 maximum/minimum of three
+_packed("v_pk_maximum3_f16", "f16", 3, lambda st, a, b, c: minimum_maximum(minimum_maximum(a, b, True), c, True))
+_packed("v_pk_minimum3_f16", "f16", 3, lambda st, a, b, c: minimum_maximum(minimum_maximum(a, b, False), c, False))
 _packed("v_pk_add_u16", "u16", 2, lambda st, a, b: a + b)
 _packed("v_pk_sub_u16", "u16", 2, lambda st, a, b: a - b)
 _packed("v_pk_add_i16", "i16", 2, lambda st, a, b: a + b)
