@@ -403,3 +403,12 @@ def test_gfx950_packed_conversions_and_three_way_minimum_maximum():
     got = out[:, col]
     np.testing.assert_array_equal((got & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16), fn(fn(halves[0], halves[2]), halves[4]))
     np.testing.assert_array_equal((got >> np.uint32(16)).astype(np.uint16).view(np.float16), fn(fn(halves[1], halves[3]), halves[5]))
+
+@pytest.mark.parametrize("table", [0xEC, 0x96, 0x01, 0xF0])
+def test_gfx950_bitop3_applies_the_truth_table_bit_by_bit(table):
+  """v_bitop3_b32 (VOP3 0x234, gfx950): bit i of D is bit (S0[i]*4 + S1[i]*2 + S2[i]) of the table in omod:abs:neg."""
+  a, b, c = words(), words(), words()
+  out = execute(vop3(0x234, 4, V + 1, V + 2, V + 3, omod=table >> 6, abs_=table >> 3 & 7, neg=table & 7), [4], a=a, b=b, c=c)
+  def reference(x: int, y: int, z: int) -> int:
+    return sum((table >> ((x >> i & 1) * 4 + (y >> i & 1) * 2 + (z >> i & 1)) & 1) << i for i in range(32))
+  assert [int(v) for v in out[:, 0]] == [reference(int(x), int(y), int(z)) for x, y, z in zip(a, b, c)]

@@ -2,6 +2,7 @@
 pseudocode, over all lanes of a group at once: sources read with their abs/neg/opsel modifiers, results written
 under EXEC with clamp/omod. Keyed by mnemonic; `OPS[name](state, group, instruction)`."""
 from __future__ import annotations
+import dataclasses
 import numpy as np
 from drivers.mock.amd.shader import float_rules as fr
 from drivers.mock.amd.shader.instruction import Instruction, Operand
@@ -195,6 +196,18 @@ _op("v_lshl_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a << (b & np.uint32
 _op("v_and_or_b32", "u32 u32 u32 u32", lambda st, a, b, c: (a & b) | c)
 _op("v_or3_b32", "u32 u32 u32 u32", lambda st, a, b, c: a | b | c)
 _op("v_xor3_b32", "u32 u32 u32 u32", lambda st, a, b, c: a ^ b ^ c)
+# gfx950 v_bitop3_b16/b32 (MI355X ISA guide V_BITOP3_B32): bit i of D is bit (S0[i] << 2 | S1[i] << 1 | S2[i]) of the
+# 8-bit truth table, which the encoding keeps in omod:abs:neg (so they modify no source)
+def _bitop3(t: str):
+  def run(st: WaveState, g: Group, ins: Instruction) -> None:
+    plain = dataclasses.replace(ins, fields={**ins.fields, "neg": 0, "abs": 0, "omod": 0})
+    a, b, c = (src(st, g, plain, i, t) for i in range(3))
+    out = np.zeros_like(a)
+    for k in range(8):
+      if ins.fields["bitop3"] >> k & 1: out |= (a if k & 4 else ~a) & (b if k & 2 else ~b) & (c if k & 1 else ~c)
+    dst(st, g, plain, out, t)
+  return run
+OPS.update({"v_bitop3_b16": _bitop3("u16"), "v_bitop3_b32": _bitop3("u32")})
 _op("v_xad_u32", "u32 u32 u32 u32", lambda st, a, b, c: (a ^ b) + c)
 _op("v_and_b32", "u32 u32 u32", lambda st, a, b: a & b)
 _op("v_or_b32", "u32 u32 u32", lambda st, a, b: a | b)
