@@ -42,6 +42,7 @@ class Session:
   server: object  # what serves /dev/kfd: a new kernel module (or model) starts a new session
   kfd: int
   event_page: GPUBuffer | None = None
+  runtime_enabled: bool = False
   devices: list[AMDDevice] = field(default_factory=list)
 
 _sessions: dict[int, Session] = {}  # id(System) -> its session
@@ -197,6 +198,10 @@ class AMDDevice(HCQCompiled):
     version = self.kfd_call("GET_VERSION", "kfd_ioctl_get_version_args")
     self.kfd_version = (version.major_version, version.minor_version)
     self.kfd_call("ACQUIRE_VM", "kfd_ioctl_acquire_vm_args", drm_fd=self.render, gpu_id=self.node.gpu_id)
+    if self.kfd_version >= (1, 14) and not self.session.runtime_enabled:  # once per process (kfd_chardev.c kfd_ioctl_runtime_enable)
+      arg = kfd.ffi_1_14.new("struct kfd_ioctl_runtime_enable_args *", {"mode_mask": kfd.RUNTIME_ENABLE_MODE_ENABLE})
+      self.system.ioctl(self.kfd, "AMDKFD_IOC_RUNTIME_ENABLE", kfd.RUNTIME_ENABLE, arg)
+      self.session.runtime_enabled = True
     self.doorbells: dict[int, np.ndarray] = {}
     first = self.session.event_page is None
     if first: self.session.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each

@@ -51,6 +51,13 @@ IOCTLS: dict[str, int] = {
   "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU": IOWR("K", 0x19, _size("kfd_ioctl_unmap_memory_from_gpu_args")),
 }
 
+# RUNTIME_ENABLE came with UAPI 1.14, after the system header this is checked against: its layout from a newer
+# kfd_ioctl.h (struct kfd_ioctl_runtime_enable_args: u64 r_debug, u32 mode_mask, u32 capabilities_mask)
+ffi_1_14 = cffi.FFI()
+ffi_1_14.cdef("struct kfd_ioctl_runtime_enable_args { uint64_t r_debug; uint32_t mode_mask; uint32_t capabilities_mask; };")
+RUNTIME_ENABLE = IOWR("K", 0x25, ffi_1_14.sizeof("struct kfd_ioctl_runtime_enable_args"))
+RUNTIME_ENABLE_MODE_ENABLE = 1 << 0
+
 # constants of the same header
 QUEUE_TYPE_COMPUTE, QUEUE_TYPE_SDMA = 0x0, 0x1
 MAX_QUEUE_PERCENTAGE, MAX_QUEUE_PRIORITY = 100, 15

@@ -12,7 +12,7 @@ from drivers.mock import mock_system
 from drivers.mock.amd import packets as hw
 from drivers.mock.amd.gpu import ARCHS
 from drivers.mock.amd.kfd import KFDModel
-from drivers.amd import pm4, sdma
+from drivers.amd import kfd, pm4, sdma
 from drivers.amd.device import RING_BYTES, AMDDevice, cwsr_sizes, gpu_nodes
 from tg import Tensor
 
@@ -52,6 +52,8 @@ def test_the_gpu_is_found_in_the_models_topology(amd):
   (node,) = gpu_nodes(mock_system)
   assert dev.arch == arch.name and node.gpu_id == model.gpus[0].gpu_id and node.cus_per_xcc * node.xccs == arch.cu_count
   assert dev.renderer.arch == dev.compiler.arch == arch.name
+  # the model reports UAPI 1.17, so the driver enabled the runtime; AMDKFD_IOWR(0x25, 16 bytes) as kfd_ioctl.h 1.14+ has it
+  assert dev.kfd_version >= (1, 14) and model.runtime_enabled and kfd.RUNTIME_ENABLE == 0xC0104B25
 
 @pytest.mark.parametrize("arch", sorted(ARCHS))
 def test_cwsr_sizes_agree_with_the_models(arch):
