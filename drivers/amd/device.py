@@ -203,6 +203,7 @@ class AMDDevice(HCQCompiled):
       self.system.ioctl(self.kfd, "AMDKFD_IOC_RUNTIME_ENABLE", kfd.RUNTIME_ENABLE, arg)
       self.session.runtime_enabled = True
     self.doorbells: dict[int, np.ndarray] = {}
+    self.retired: list[tuple[GPUBuffer, list[int]]] = []
     first = self.session.event_page is None
     if first: self.session.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
     self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number, auto_reset=1,
@@ -262,6 +263,7 @@ class AMDDevice(HCQCompiled):
   def alloc_memory(self, size: int, host: bool = False, uncached: bool = False) -> GPUBuffer:
     """`size` bytes of video memory (host=False) or system memory the CPU maps too (host=True; `uncached` for what
     the CPU and the GPU both poll: rings, signals), at one virtual address for both."""
+    if self.retired: self.free_retired()
     size = round_up(max(size, 1), PAGE)
     flags = kfd.ALLOC_WRITABLE | kfd.ALLOC_EXECUTABLE | kfd.ALLOC_NO_SUBSTITUTE
     flags |= (kfd.ALLOC_GTT | (kfd.ALLOC_COHERENT | kfd.ALLOC_UNCACHED if uncached else 0)) if host else kfd.ALLOC_VRAM
@@ -279,6 +281,17 @@ class AMDDevice(HCQCompiled):
     mapped = self.kfd_call("MAP_MEMORY_TO_GPU", "kfd_ioctl_map_memory_to_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
     if mapped.n_success != 1: raise RuntimeError(f"AMD: memory at {va:#x} mapped on {mapped.n_success} of 1 GPU")
     return buf
+
+  def retire(self, buf: GPUBuffer, release: list[int]) -> None:
+    """Free `buf` once the timeline passed release[0] (memory a dropped queue's commands may still be read from)."""
+    self.retired.append((buf, release))
+
+  def free_retired(self) -> None:
+    done = self.timeline_signal.value
+    still = [(b, r) for b, r in self.retired if r[0] > done]
+    for buf, release in self.retired:
+      if release[0] <= done: self.free_memory(buf)
+    self.retired = still
 
   def free_memory(self, buf: GPUBuffer) -> None:
     gpus = np.array([self.node.gpu_id, *buf.mapped_on], dtype=np.uint32)

@@ -54,6 +54,10 @@ def wait_reg_mem(address: int, ref) -> list:
   """Wait until the 32-bit word at `address` is >= ref (an int or a UOp of 32 bits)."""
   return [header(WAIT_REG_MEM, 6), WAIT_GEQ | WAIT_MEM_SPACE, address & 0xFFFFFFFF, address >> 32, ref, 0xFFFFFFFF, 4]
 
+def indirect_buffer(address: int, dwords: int) -> list[int]:
+  """Run `dwords` command dwords at `address` (4-byte aligned) as if they were in the ring (INDIRECT_BUFFER_VALID set)."""
+  return [header(INDIRECT_BUFFER, 3), address & 0xFFFFFFFC, address >> 32, dwords | 1 << 23]
+
 def nop(dwords: int) -> list[int]:
   """Filler of exactly `dwords` dwords."""
   return [TYPE2_FILLER] if dwords == 1 else [header(NOP, dwords - 1), *[0] * (dwords - 1)] if dwords > 1 else []

@@ -5,7 +5,9 @@ Queue ordering, patching and JIT graphs on AMD are tests/drivers/test_hcq.py, ru
 tests/tg/test_on_other_devices.py."""
 import numpy as np
 import pytest
+from ir.dtype import dtypes
 from ir.switches import Context
+from ir.uop import UOp
 from codegen.program import get_program
 from drivers.gpu_memory import GPUBuffer
 from drivers.mock import mock_system
@@ -126,6 +128,20 @@ def test_copy_packets_have_the_models_layout(amd):
   assert sum(c[1] + 1 for c in chunks) == 3 << 22 and all(c[1] + 1 <= step for c in chunks)
   starts = np.cumsum([0] + [c[1] + 1 for c in chunks[:-1]])
   assert [c[5] | c[6] << 32 for c in chunks] == [dst.va + int(s) for s in starts] and [c[3] | c[4] << 32 for c in chunks] == [src.va + int(s) for s in starts]
+
+def test_a_bound_queue_runs_from_an_indirect_buffer_and_patches_only_its_variables(amd):
+  dev, _ = amd
+  sig, x = dev.new_signal(), UOp.variable("x", 0, 1 << 30, dtypes.int64)
+  q = dev.compute_queue().wait(dev.timeline_signal, 0).signal(sig, x).bind(dev)
+  for value in (5, 9):
+    q.submit(dev, {"x": value})
+    ring = dev.rings["compute"]
+    at = (ring.wptr - 4) % (RING_BYTES // 4)
+    (name, payload), = packets([int(w) for w in ring.words[at:at + 4]])
+    assert name == "INDIRECT_BUFFER" and payload[0] | payload[1] << 32 == q._commands.va
+    assert hw.field(payload[2], *hw.IB_SIZE) == len(q._q) and payload[2] >> hw.IB_VALID & 1
+    sig.wait(value)
+    assert sig.value == value
 
 def test_nop_fillers_are_what_the_model_skips():
   assert [hw.pm4_header(w)[1:] for w in pm4.nop(5)[:1]] == [(hw.OP["NOP"], 4)] and pm4.nop(1) == [hw.PM4_TYPE2_FILLER]
