@@ -70,14 +70,15 @@ def test_suites_pass_on(dev, runs):
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
 
-@pytest.mark.parametrize("run, arch", [("MOCK+AMD", "gfx1100"), ("MOCK+AMD::gfx942", "gfx942")])
+@pytest.mark.parametrize("run, arch", [("MOCK+AMD", "gfx1100"), ("MOCK+AMD::gfx942", "gfx942"), ("MOCK+AMD::gfx1201", "gfx1201"),
+                                       ("MOCK+AMD::gfx950", "gfx950")])
 def test_every_instruction_of_every_amd_program_has_semantics(run, arch, runs, amd_programs):
   """Every instruction of every program the AMD runs dispatched (not only those that ran) is one the model's shader
   core executes: a kernel branch no test reached can't hide an instruction the model doesn't know."""
   from tests.drivers.mock.test_amd_coverage import check_code_dir
   assert runs[run][0] == 0, f"the {run} run failed"
   names = check_code_dir(str(amd_programs), arch)
-  assert sum(names.values()) > 10000 and len(names) > 100
+  assert sum(names.values()) > 10000 and len(names) > 100, names
 
 CL_SUITES = RUNS["WEBGPU"]
 

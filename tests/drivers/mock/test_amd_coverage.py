@@ -11,11 +11,12 @@ from tests.drivers.mock.test_amd_shader_kernels import launch
 
 # words that pad a kernel's code after its last s_endpgm: s_code_end (gfx10+: 0xBF9F0000) and s_nop 0 (gfx9
 # 0xBF800000; gfx11 s_nop 0 is 0xBF800000 too) (LLVM AMDGPUAsmPrinter / SIInstrInfo::getNop padding)
-_PADDING = frozenset({0xBF9F0000, 0xBF800000})
+S_CODE_END = 0xBF9F0000
+_PADDING = frozenset({S_CODE_END, 0xBF800000})
 
 def program_names(code: bytes, arch: str) -> list[str]:
-  """Mnemonics of a program in order: a linear sweep from the first byte; after an s_endpgm, padding words are
-  skipped and the program ends at the end of the bytes or at a zero word (the rest of the mapping)."""
+  """Mnemonics of a program in order: a linear sweep from the first byte, ending at the s_code_end padding LLVM puts
+  at the end of .text (gfx10+), or after an s_endpgm and its padding at the end of the bytes or at a zero word."""
   decode, wave64 = execute.decoder_for(arch), arch.startswith("gfx9")
   buf = np.frombuffer(code, np.uint8)
   words = buf[:len(code) // 4 * 4].view("<u4")
@@ -23,11 +24,13 @@ def program_names(code: bytes, arch: str) -> list[str]:
   while at + 4 <= len(code):
     try: ins = decode(buf, at, wave64)
     except UnknownInstruction as e: raise UnknownInstruction(f"{e} (offset {at:#x})", at) from None
-    names.append(ins.name)
     at += ins.size
+    if ins.name != "s_code_end": names.append(ins.name)  # s_code_end is only ever padding (after code LLVM placed past s_endpgm)
+    if ins.name == "s_code_end": break  # LLVM pads only the end of .text with it: what follows is another segment
     if ins.name == "s_endpgm":
+      start = at
       while at // 4 < len(words) and int(words[at // 4]) in _PADDING: at += 4
-      if at // 4 >= len(words) or words[at // 4] == 0: break
+      if at // 4 >= len(words) or words[at // 4] == 0 or S_CODE_END in words[start // 4:at // 4]: break
   return names
 
 def check_code_dir(path: str, arch: str) -> collections.Counter:
