@@ -315,18 +315,19 @@ def _vop3p(w: _Words, offset: int, wave64: bool) -> Instruction:
   return Instruction(name, "VOP3P", w.size, f, text)
 
 # VOPD: the Y opcode field indexes the same table with extra entries 16-18 (RDNA3 ISA guide 15.3.9 "VOPD")
-def _vopd(w: _Words, offset: int, wave64: bool) -> Instruction:
+def _vopd(w: _Words, offset: int, wave64: bool, table: dict = ops.VOPD, executed_name=lambda name: name) -> Instruction:
+  """Both halves of a VOPD word pair; `table` and `executed_name` (the name the executor knows) let gfx12 reuse it."""
   d0, d1 = w.words
   opx, opy = _field(d0, 25, 22), _field(d0, 21, 17)
-  namex, namey = _lookup(ops.VOPD, opx, "VOPD X", offset), _lookup(ops.VOPD, opy, "VOPD Y", offset)
+  namex, namey = _lookup(table, opx, "VOPD X", offset), _lookup(table, opy, "VOPD Y", offset)
   if opx >= 16: raise UnknownInstruction(f"VOPD X opcode {opx} ({namex}) is only valid in the Y slot, at offset {offset:#x}")
   vdstx = _field(d1, 31, 24)
   vdsty = (_field(d1, 23, 17) << 1) | ((vdstx & 1) ^ 1)
-  x = _vopd_half(namex, vdstx, w.src(_field(d0, 8, 0)), _field(d0, 16, 9), w, wave64)
-  y = _vopd_half(namey, vdsty, w.src(_field(d1, 8, 0)), _field(d1, 16, 9), w, wave64)
+  x = _vopd_half(namex, vdstx, w.src(_field(d0, 8, 0)), _field(d0, 16, 9), w, wave64, executed_name)
+  y = _vopd_half(namey, vdsty, w.src(_field(d1, 8, 0)), _field(d1, 16, 9), w, wave64, executed_name)
   return Instruction("v_dual", "VOPD", w.size, {"x": x, "y": y}, f"{x.text} :: {y.text}")
 
-def _vopd_half(dual: str, vdst: int, src0: Operand, vsrc1: int, w: _Words, wave64: bool) -> Instruction:
+def _vopd_half(dual: str, vdst: int, src0: Operand, vsrc1: int, w: _Words, wave64: bool, executed_name) -> Instruction:
   name = dual.replace("v_dual_", "v_")
   f = {"vdst": Operand("v", vdst), "src0": src0, "src1": Operand("v", vsrc1)}
   shown = [src0, f["src1"]]
@@ -336,7 +337,7 @@ def _vopd_half(dual: str, vdst: int, src0: Operand, vsrc1: int, w: _Words, wave6
   elif name == "v_cndmask_b32": f["src2"] = Operand("vcc_lo")  # VCC is implicit in VOPD and not printed
   elif name in _ACCUMULATE: f["src2"] = f["vdst"]
   text = f"{dual} {', '.join([operand_text(f['vdst'])] + [operand_text(s, 1, wave64) for s in shown])}"
-  return Instruction(name, "VOPD", 8, f, text)
+  return Instruction(executed_name(name), "VOPD", 8, f, text)
 
 def _ds(w: _Words, offset: int) -> Instruction:
   d0, d1 = w.words

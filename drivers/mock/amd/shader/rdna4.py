@@ -11,7 +11,7 @@ from drivers.mock.amd.shader.instruction import Instruction, Operand, UnknownIns
 from drivers.mock.amd.shader.operand_widths import MASK, data_regs
 from drivers.mock.amd.shader.operand_widths import halves as _rdna3_halves, widths as _rdna3_widths
 from drivers.mock.amd.shader.rdna3 import (_ACCUMULATE, _CARRY_IN, _DEPCTR, _SDST_VOP1, _SDST_VOP3, _VOP3_TWO_SOURCES,
-  _Words, _ds_text, _field, _half, _no_dpp, _sext, _sopk_text, _sopp_operand, _src_mod, _u32, _vop3_modifiers, operand_text,
+  _Words, _ds_text, _vopd, _field, _half, _no_dpp, _sext, _sopk_text, _sopp_operand, _src_mod, _u32, _vop3_modifiers, operand_text,
   source)
 
 # gfx12 mnemonics whose behaviour is an RDNA3 instruction's (RDNA4 ISA guide, "New and changed instructions": renames)
@@ -226,30 +226,6 @@ def _vop3p(w: _Words, offset: int, wave64: bool) -> Instruction:
   text = f"{name} {', '.join([operand_text(f['vdst'])] + texts)}" + _vop3_modifiers(name, dict(f, neg_hi=0 if mix else f["neg_hi"]), nsrc)
   return _ins(name, "VOP3P", w.size, f, text)
 
-# VOPD: the Y opcode field indexes the same table with extra entries 16-18 (RDNA4 ISA guide "VOPD")
-def _vopd(w: _Words, offset: int, wave64: bool) -> Instruction:
-  d0, d1 = w.words
-  opx, opy = _field(d0, 25, 22), _field(d0, 21, 17)
-  namex, namey = _lookup(ops.VOPD, opx, "VOPD X", offset), _lookup(ops.VOPD, opy, "VOPD Y", offset)
-  if opx >= 16: raise UnknownInstruction(f"VOPD X opcode {opx} ({namex}) is only valid in the Y slot, at offset {offset:#x}")
-  vdstx = _field(d1, 31, 24)
-  vdsty = (_field(d1, 23, 17) << 1) | ((vdstx & 1) ^ 1)
-  x = _vopd_half(namex, vdstx, w.src(_field(d0, 8, 0)), _field(d0, 16, 9), w, wave64)
-  y = _vopd_half(namey, vdsty, w.src(_field(d1, 8, 0)), _field(d1, 16, 9), w, wave64)
-  return Instruction("v_dual", "VOPD", w.size, {"x": x, "y": y}, f"{x.text} :: {y.text}")
-
-def _vopd_half(dual: str, vdst: int, src0: Operand, vsrc1: int, w: _Words, wave64: bool) -> Instruction:
-  name = dual.replace("v_dual_", "v_")
-  f = {"vdst": Operand("v", vdst), "src0": src0, "src1": Operand("v", vsrc1)}
-  shown = [src0, f["src1"]]
-  if name == "v_mov_b32": del f["src1"]; shown = [src0]
-  elif name == "v_fmamk_f32": f["src1"], f["src2"] = Operand("literal", value=w.lit()), Operand("v", vsrc1); shown = [src0, f["src1"], f["src2"]]
-  elif name == "v_fmaak_f32": f["src2"] = Operand("literal", value=w.lit()); shown = [src0, f["src1"], f["src2"]]
-  elif name == "v_cndmask_b32": f["src2"] = Operand("vcc_lo")  # VCC is implicit in VOPD and not printed
-  elif name in _ACCUMULATE: f["src2"] = f["vdst"]
-  text = f"{dual} {', '.join([operand_text(f['vdst'])] + [operand_text(s, 1, wave64) for s in shown])}"
-  return _ins(name, "VOPD", 8, f, text)
-
 # ---- LDS: the gfx11 DS layout
 def _ds(w: _Words, offset: int) -> Instruction:
   d0, d1 = w.words
@@ -303,7 +279,7 @@ def decode(code: bytes | memoryview, offset: int, wave64: bool = False) -> Instr
   if top6 == 0x3D: return _smem(_Words(code, offset, 2), offset)
   if top6 == 0x35: return _vop3(_Words(code, offset, 2), offset, wave64)
   if top8 == 0xCC: return _vop3p(_Words(code, offset, 2), offset, wave64)
-  if top6 == 0x32: return _vopd(_Words(code, offset, 2), offset, wave64)
+  if top6 == 0x32: return _vopd(_Words(code, offset, 2), offset, wave64, ops.VOPD, _named)  # the gfx11 layout (RDNA4 ISA guide "VOPD")
   if top6 == 0x36: return _ds(_Words(code, offset, 2), offset)
   if top8 in _VMEM: return _vmem(_Words(code, offset, 3), offset)
   names = {0x31: "VBUFFER", 0x34: "VIMAGE", 0x39: "VSAMPLE", 0x3E: "VEXPORT"}
