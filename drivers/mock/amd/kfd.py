@@ -395,7 +395,7 @@ class KFDModel(DeviceModel):
     doorbell_id = self.doorbell_id(gpu, compute)
     q = Queue(qid, "pm4" if compute else "sdma", a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address,
               system.memoryview_at(self.doorbells[gpu.gpu_id] + 8 * doorbell_id, 8).cast("Q"), doorbell_id)
-    q.doorbell[0] = 0  # a doorbell write is an event to the CP, not state: a new queue starts at write pointer 0
+    q.doorbell[0] = 0  # a new queue's write pointer is 0 (kfd_mqd_manager_v11.c init_mqd zeroes the MQD), whatever its reused doorbell slot held
     q.engine = (PM4Engine if compute else SDMAEngine)(gpu, q)
     for b in used: b.queue_refs += 1
     self.queues[qid] = (gpu, q, used)
