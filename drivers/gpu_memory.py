@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from ir.helpers import round_up
 from drivers.device import LRUAllocator
-from drivers.hcq import HCQSignal, HWQueue, fill
+from ir.uop import UOp
+from drivers.hcq import HCQSignal, HWQueue, PatchSlot, fill
 from drivers.system import memoryview_at
 if TYPE_CHECKING: from drivers.hcq import HCQCompiled
 
@@ -133,6 +134,14 @@ class ArgumentQueue(HWQueue):
       at = 0
     self._chunk_used = at + size
     return self._chunks[-1], at
+
+  def write_arguments(self, view: np.ndarray, args: list, layout: list[tuple[int, int]]) -> None:
+    """Kernel arguments into `view` at their (offset, size): a buffer's address or an integer (two's complement); a
+    JIT input (PatchSlot) or a Variable (UOp) is written at each submit."""
+    for a, (offset, size) in zip(args, layout):
+      words = view[offset:offset + size].view(np.uint64 if size == 8 else np.uint32)
+      if isinstance(a, (PatchSlot, UOp)): self._mem_patches.append((words, 0, PatchSlot(a.name, lambda b: b.va) if isinstance(a, PatchSlot) else a))
+      else: words[0] = a.va if isinstance(a, GPUBuffer) else int(a) & (0xFFFFFFFFFFFFFFFF if size == 8 else 0xFFFFFFFF)
 
   def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
     if self._mem_patches:

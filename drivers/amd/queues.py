@@ -5,7 +5,6 @@ user SGPRs at kernel arguments in host-visible memory the queue owns, and dispat
 from __future__ import annotations
 import functools, weakref
 import numpy as np
-from ir.uop import UOp
 from drivers.hcq import HCQSignal, HWQueue, PatchSlot, hi32, lo32
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 from drivers.amd import pm4, sdma
@@ -30,11 +29,7 @@ class AMDComputeQueue(ArgumentQueue):
   def exec(self, prg, args: list, global_size, local_size):
     kernel = prg.kernel
     mem, at = self.memory(prg.dev, max(kernel.kernarg_size, 8), align=16)
-    view = mem.view()
-    for a, (offset, size) in zip(args, kernel.args):
-      words = view[at + offset:at + offset + size].view(np.uint64 if size == 8 else np.uint32)
-      if isinstance(a, (PatchSlot, UOp)): self._mem_patches.append((words, 0, PatchSlot(a.name, lambda b: b.va) if isinstance(a, PatchSlot) else a))
-      else: words[0] = a.va if isinstance(a, GPUBuffer) else int(a) & (0xFFFFFFFFFFFFFFFF if size == 8 else 0xFFFFFFFF)
+    self.write_arguments(mem.view()[at:], args, kernel.args)
     kernargs = mem.va + at
     local_size = tuple(local_size or (1, 1, 1))
     self.q(*pm4.set_sh_reg(pm4.PGM_LO, lo32(prg.code_va >> 8), prg.code_va >> 40),

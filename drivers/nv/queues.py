@@ -4,7 +4,6 @@ the queue owns and sends the QMD's address to the compute engine; a copy is one 
 from __future__ import annotations
 import numpy as np
 from ir.helpers import round_up
-from ir.uop import UOp
 from drivers.hcq import HCQSignal, PatchSlot, hi32, lo32
 from drivers.nv import pushbuf as pb
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
@@ -27,10 +26,6 @@ class NVQueue(ArgumentQueue):
 
   def _submit(self, dev, words: list[int]) -> None: dev.submit(self.channel, words)
 
-def _u64(x) -> int:
-  """A kernel argument as constant-buffer bits: a buffer's address or an integer (two's complement)."""
-  return x.va if isinstance(x, GPUBuffer) else int(x) & 0xFFFFFFFFFFFFFFFF
-
 class NVComputeQueue(NVQueue):
   channel = "compute"
   def memory_barrier(self):
@@ -43,10 +38,7 @@ class NVComputeQueue(NVQueue):
     mem, at = self.memory(dev, round_up(len(cb0), 256) + len(qmd_bytes))
     view = mem.view()
     view[at:at + len(cb0)] = np.frombuffer(cb0, dtype=np.uint8)
-    for a, (offset, size) in zip(args, prg.param_layout):
-      words = view[at + offset:at + offset + size].view(np.uint64 if size == 8 else np.uint32)
-      if isinstance(a, (PatchSlot, UOp)): self._mem_patches.append((words, 0, PatchSlot(a.name, lambda b: b.va) if isinstance(a, PatchSlot) else a))
-      else: words[0] = _u64(a) if size == 8 else int(a) & 0xFFFFFFFF
+    self.write_arguments(view[at:], args, prg.param_layout)
     qmd_at = at + round_up(len(cb0), 256)
     qmd_va = mem.va + qmd_at
     view[qmd_at:qmd_at + len(qmd_bytes)] = np.frombuffer(prg.finish_qmd(qmd_bytes, mem.va + at), dtype=np.uint8)
