@@ -185,6 +185,7 @@ class GPU:
     self.usermode.pin()
     self._thread: threading.Thread | None = None
     self._stop = threading.Event()
+    self._puts: dict[int, int] = {}  # work-submit token -> the channel's GP_PUT when the doorbell was last read
 
   # ---- memory
   def map(self, va: int, size: int, mem: Memory, offset: int) -> None:
@@ -265,13 +266,18 @@ class GPU:
       time.sleep(0 if idle < HOT_POLL_S else IDLE_SLEEP_S if idle < IDLE_LONG_S else DOZE_S)
 
   def doorbell(self) -> None:
-    """A work-submit token in NOTIFY_CHANNEL_PENDING starts its channel (the word keeps only the latest write, so a
-    channel whose first ring was overwritten starts at its next one)."""
-    token = int(system.memoryview_at(self.usermode.host + NOTIFY_CHANNEL_PENDING, 4).cast("I")[0])
+    """A work-submit token in NOTIFY_CHANNEL_PENDING starts its channel. The hardware sees every write; the model reads
+    the word between writes, so it clears the word after reading it, and a valid token also starts each channel whose
+    GP_PUT moved since the last look (its own ring may be the write the latest one overwrote)."""
+    word = system.memoryview_at(self.usermode.host + NOTIFY_CHANNEL_PENDING, 4).cast("I")
+    token, word[0] = int(word[0]), 0
+    puts = {ch.token: int(ch.userd_word(hw.USERD[ch.cls]["GP_PUT"])[0]) for ch in self.channels}
+    moved, self._puts = [ch for ch in self.channels if puts[ch.token] != self._puts.get(ch.token, 0)], puts
     if not token: return
-    if (ch := next((c for c in self.channels if c.token == token), None)) is None:
+    if (rung := next((c for c in self.channels if c.token == token), None)) is None:
       if (msg := f"doorbell rung with work-submit token {token:#x}, which no channel has") not in self.faults: self.faults.append(msg)
-    elif not ch.started: ch.started = True
+      return
+    for ch in (rung, *moved): ch.started = True
 
   def step(self, ch: Channel) -> bool:
     """Executes the channel's pending entries until it runs dry, waits on an acquire or faults; True if it did anything."""

@@ -137,6 +137,18 @@ def test_a_channel_starts_only_when_its_doorbell_rings(monkeypatch, register, to
     assert (token is None) == (model.faults == []), model.faults
   finally: model.gpu.stop()
 
+def test_a_ring_overwritten_before_the_gpu_looked_still_runs_its_channel():
+  """Two doorbell writes land before the model reads the register (a busy machine): the hardware saw both, so both
+  channels run; the compute channel's ring is the one overwritten here."""
+  dev, model = open_nv()
+  try:
+    with model.gpu.lock:  # the model's poll thread can't look until both rings are written
+      dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+      dev.copy_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    dev.synchronize(timeout_ms=5000)
+    assert model.faults == [] and all(ch.started for ch in model.gpu.channels)
+  finally: model.gpu.stop()
+
 def test_freed_memory_leaves_the_gpu_page_table(nvdev):
   dev, model = nvdev
   maps, used = len(model.gpu.maps), model.vram_used[0]
