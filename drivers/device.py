@@ -3,6 +3,7 @@ of devices that compile and run kernels."""
 from __future__ import annotations
 import importlib, os
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable
 from ir.dtype import DType, PtrDType, dtypes
 from ir.switches import DEBUG, DEV, SwitchError
@@ -20,12 +21,21 @@ class GlobalCounters:
 
 # ---------------- allocators ----------------
 
+@dataclass(frozen=True)
+class HostMemory:
+  """Buffer options for memory the caller owns at host address `address` (Tensor.from_blob): used in place, never freed."""
+  address: int
+
 class Allocator:
   """Device memory: `alloc` returns an opaque handle; `offset` makes a handle to part of one. `capacity`: the bytes
-  the device has (None: unknown); a buffer larger than that is refused before asking the device."""
+  the device has (None: unknown); a buffer larger than that is refused before asking the device. An allocator that
+  `uses_host_memory` can `wrap` the caller's host memory as a handle (and `unwrap` it, leaving the memory alone)."""
   capacity: int | None = None
+  uses_host_memory: bool = False
   def alloc(self, size: int, options: Any = None) -> Any: raise NotImplementedError
   def free(self, opaque: Any, size: int, options: Any = None) -> None: pass
+  def wrap(self, address: int, size: int) -> Any: raise NotImplementedError(f"{type(self).__name__} can't use host memory in place")
+  def unwrap(self, opaque: Any) -> None: pass
   def copyin(self, dest: Any, src: memoryview) -> None: raise NotImplementedError
   def copyout(self, dest: memoryview, src: Any) -> None: raise NotImplementedError
   def offset(self, opaque: Any, size: int, offset: int) -> Any: raise NotImplementedError(f"{type(self).__name__} has no sub-buffers")
@@ -81,6 +91,9 @@ class Buffer:
       self._buf = dev.allocator.offset(self._base._buf, self.nbytes, self.offset)
       return self
     dev.check_dtype(self.dtype)
+    if opaque is None and isinstance(self.options, HostMemory):
+      self._buf = dev.allocator.wrap(self.options.address, self.nbytes)
+      return self
     if opaque is None:
       if (cap := dev.allocator.capacity) is not None and self.nbytes > cap:  # refused now: an overcommitted host would fail later, while in use
         raise MemoryError(f"can't allocate {self.nbytes} bytes on {self.device}: it has {cap} bytes of memory")
@@ -91,7 +104,9 @@ class Buffer:
     if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
     return self
   def __del__(self):
-    if getattr(self, "_base", True) is None and self.is_allocated():
+    if getattr(self, "_base", True) is None and self.is_allocated() and isinstance(self.options, HostMemory):
+      Device[self.device].allocator.unwrap(self._buf)
+    elif getattr(self, "_base", True) is None and self.is_allocated():
       GlobalCounters.mem_used -= self.nbytes
       if DEBUG >= 7: print(f"buffer: deallocate {self.nbytes} bytes on {self.device}")
       Device[self.device].allocator.free(self._buf, self.nbytes, self.options)

@@ -40,6 +40,7 @@ class GPUBuffer:
   cpu: int | None = None
   handle: int = 0                      # the RM memory object (0 for a view)
   host: bool = False                   # system memory (else video memory)
+  user: bool = False                   # the caller's memory, registered with the GPU: freeing it only unregisters it
   fd: int | None = None                # a file opened for the CPU mapping alone (NV's /dev/nvidiaN)
   base: GPUBuffer | None = field(default=None, repr=False)
   mapped_on: set[bytes] = field(default_factory=set, repr=False)  # other GPUs (UUIDs) it is mapped on as well

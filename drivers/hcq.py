@@ -24,11 +24,13 @@ class HCQTimeoutError(DeviceFault): pass
 class HCQSignal:
   """value (u64) and timestamp (u64, in ticks of `ticks_per_us`) at `mem` (16 bytes the device can write); `va` is
   where the device's engines see them (None for software engines). `busy(seen)`: whether the engines that write it
-  are working now (`seen`: engines already asked, for waits that wait on each other)."""
+  are working now (`seen`: engines already asked, for waits that wait on each other). `idle()` passes the time between
+polls once a wait has spun a while: a short sleep, or a driver's blocking wait for the interrupt its engines raise."""
   def __init__(self, mem: np.ndarray, owner: str, name: str = "signal", va: int | None = None, ticks_per_us: int = 1,
                busy: Callable[[frozenset], bool] = lambda seen: False):
     assert mem.dtype == np.uint64 and mem.size >= 2
     self.mem, self.owner, self.name, self.va, self.ticks_per_us, self.busy = mem, owner, name, va, ticks_per_us, busy
+    self.idle: Callable[[], None] = lambda: time.sleep(50e-6)
   def __repr__(self) -> str: return f"<{self.name} of {self.owner} = {self.value}>"
   @property
   def value(self) -> int: return int(self.mem[0])
@@ -46,7 +48,7 @@ class HCQSignal:
     while self.mem[0] < value:
       spins += 1
       if spins > 1000:
-        time.sleep(50e-6)
+        self.idle()
         if failed(): return
       if time.perf_counter() > deadline:
         if self.value == seen and not self.busy(frozenset()):
@@ -211,6 +213,7 @@ atexit.register(_write_profile)
 class HCQCompiled(Compiled):
   """A device driven by command queues: a timeline signal orders submissions; synchronize waits for the last one."""
   timestamp_ticks_per_us = 1  # the unit of the timestamps the device's engines write
+  signal_t: type[HCQSignal] = HCQSignal
   def __init__(self, device: str, allocator, renderer, compiler, runtime: Callable, compute_queue: type[HWQueue],
                copy_queue: type[HWQueue] | None = None, signal_memory: tuple[np.ndarray, int | None] | None = None):
     """signal_memory: (uint64 array the engines can write, its device address); host memory by default."""
@@ -226,7 +229,7 @@ class HCQCompiled(Compiled):
   def new_signal(self, name: str = "signal", value: int = 0) -> HCQSignal:
     if self._next_signal >= len(self.signal_pool) // 2: raise RuntimeError(f"{self.device}: out of signals")
     at = 2 * self._next_signal
-    sig = HCQSignal(self.signal_pool[at:at + 2], self.device, name, None if self.signal_va is None else self.signal_va + 8 * at,
+    sig = self.signal_t(self.signal_pool[at:at + 2], self.device, name, None if self.signal_va is None else self.signal_va + 8 * at,
                     self.timestamp_ticks_per_us, self.busy)
     self._next_signal += 1
     sig.value = value

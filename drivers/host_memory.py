@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import numpy as np
 from drivers.device import LRUAllocator
+from drivers.system import memoryview_at
 
 ALIGN = 64  # bytes: the widest vector register (AVX-512)
 
@@ -16,6 +17,8 @@ def _with_address(a: np.ndarray) -> HostBuffer: return a.view(HostBuffer)
 
 class HostAllocator(LRUAllocator):
   capacity = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+  uses_host_memory = True
+  def wrap(self, address: int, size: int) -> HostBuffer: return _with_address(np.frombuffer(memoryview_at(address, size), dtype=np.uint8))
   def _alloc(self, size: int, options=None) -> HostBuffer:
     raw = np.empty(size + ALIGN, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGN

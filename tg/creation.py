@@ -7,7 +7,7 @@ from ir.dtype import DType, check_fits, dtypes, to_dtype
 from ir.helpers import ceildiv, prod
 from ir.ops import Ops
 from ir.uop import UOp
-from drivers.device import Buffer, Device
+from drivers.device import Buffer, Device, HostMemory
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
@@ -48,6 +48,21 @@ class CreationMixin:
   def empty(cls, *shape, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None) -> Tensor:
     shape, dt = _shape(shape), to_dtype(dtype) if dtype is not None else dtypes.default_float
     buf = Buffer(_device(device), prod(shape), dt)
+    return cls(UOp(Ops.BUFFER, dt, (), (buf,)).reshape(shape), requires_grad=requires_grad)
+
+  @classmethod
+  def from_blob(cls, ptr: int, shape: tuple[int, ...], device: str | None = None, dtype: DType | str | None = None,
+                requires_grad: bool | None = None) -> Tensor:
+    """The elements of `shape` (of `dtype`, default float) at host address `ptr`, used in place: nothing is copied and
+    the memory stays the caller's, so it must outlive the tensor, and what is written to the tensor lands in it. The
+    device must reach host memory directly (CPU; AMD maps the pages on the GPU)."""
+    shape, dt, dev = _shape(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _device(device)
+    if isinstance(dev, tuple): raise ValueError(f"from_blob makes a tensor on one device, not {dev}")
+    if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0: raise ValueError(f"from_blob needs a host address (an int > 0), got {ptr!r}")
+    if ptr % dt.itemsize: raise ValueError(f"from_blob: address {ptr:#x} is not aligned to {dt}'s {dt.itemsize} bytes")
+    if not Device[dev].allocator.uses_host_memory:
+      raise ValueError(f"from_blob: {dev} can't use host memory in place; make the tensor on CPU and copy it with .to({dev!r})")
+    buf = Buffer(dev, prod(shape), dt, options=HostMemory(ptr))
     return cls(UOp(Ops.BUFFER, dt, (), (buf,)).reshape(shape), requires_grad=requires_grad)
 
   @classmethod

@@ -20,7 +20,7 @@ from drivers.gpu_memory import ArgumentPool, GPUAllocator, GPUBuffer
 from drivers.hcq import HCQCompiled, HCQProgram, HCQTimeoutError
 from drivers.system import MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, memoryview_at, system_for
 from drivers.amd import kfd, pm4
-from drivers.amd.queues import queues_for
+from drivers.amd.queues import AMDSignal, queues_for
 
 TOPOLOGY = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0
@@ -28,6 +28,7 @@ PAGE = 0x1000
 RING_BYTES = 1 << 20
 EOP_BYTES = 0x1000  # the node's eop_buffer_size on gfx9 and newer (kfd_queue.c kfd_queue_ctx_save_restore_size)
 DOORBELL_PAGE = 0x2000
+WAKE_POLL_MS = 10
 GPU_CLOCK_MHZ = 100  # RELEASE_MEM's GPU clock counter
 USER_SGPR_KERNARG_PTR = 1 << 3  # kernel_code_properties bits (AMDHSAKernelDescriptor.h)
 USER_SGPRS_UNSUPPLIED = {0: "private segment buffer", 1: "dispatch ptr", 2: "queue ptr", 4: "dispatch id", 5: "flat scratch init"}
@@ -177,8 +178,17 @@ class AMDProgram(HCQProgram):
   def execute(self, args, global_size, local_size) -> None: raise RuntimeError("AMD kernels run through the compute queue")
   def kernel_args(self, bufs: tuple, vals: tuple) -> list: return [*bufs, *(bits_of(v, dt) for v, dt in zip(vals, self.var_dtypes))]
 
+class AMDAllocator(GPUAllocator):
+  """Video memory, and the caller's host memory used in place (Tensor.from_blob) through USERPTR."""
+  uses_host_memory = True
+  def wrap(self, address: int, size: int) -> GPUBuffer: return self.dev.register_host_memory(address, size)
+  def unwrap(self, opaque: GPUBuffer) -> None: self.dev.unregister_host_memory(opaque)
+
 class AMDDevice(HCQCompiled):
+  """The timeline's signals raise an interrupt that KFD turns into the device's wake event, so a wait that outlasts
+  its spin sleeps in WAIT_EVENTS instead of polling."""
   timestamp_ticks_per_us = GPU_CLOCK_MHZ
+  signal_t = AMDSignal
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "AMD")
     if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
@@ -209,14 +219,20 @@ class AMDDevice(HCQCompiled):
     self.fault_events = [self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kind, node_id=self.node.number, auto_reset=1,
                                        event_page_offset=self.session.event_page.handle if first and i == 0 else 0).event_id
                          for i, kind in enumerate((kfd.EVENT_MEMORY, kfd.EVENT_HW_EXCEPTION))]
+    if not first: self.map_here(self.session.event_page)  # this GPU's engines write its wake slot there
+    wake = self.kfd_call("CREATE_EVENT", "kfd_ioctl_create_event_args", event_type=kfd.EVENT_SIGNAL, node_id=self.node.number, auto_reset=1)
+    self.wake_event = wake.event_id
     self.scratch: GPUBuffer | None = None
     self.tmpring_size, self.scratch_base, self.scratch_per_lane = 0, (0, 0), 0
     self.signal_memory = self.alloc_memory(0x10000, host=True, uncached=True)
     self.arguments = ArgumentPool(self)
     self.rings = self.new_rings()
-    super().__init__(device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
+    self.registered: dict[int, list] = {}  # first page of the caller's memory registered as USERPTR -> [its GPUBuffer, users]
+    super().__init__(device, AMDAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
                      *queues_for(self.gfx),
                      signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+    self.timeline_signal.wake = (self.session.event_page.va + 8 * wake.event_slot_index, self.wake_event)
+    self.timeline_signal.idle = self.sleep_until_woken
     self.peers: set[int] = set()  # gpu ids of the GPUs whose video memory this one maps (and they its)
     for other in self.session.devices: self.join(other)
     self.session.devices.append(self)
@@ -277,10 +293,40 @@ class AMDDevice(HCQCompiled):
     if host:
       buf.cpu = self.system.mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, self.render, args.mmap_offset)
       if buf.cpu != va: raise RuntimeError(f"the CPU mapping of GPU memory at {va:#x} landed at {buf.cpu:#x}")
+    self.map_memory(buf)
+    return buf
+
+  def map_memory(self, buf: GPUBuffer) -> None:
     gpus = np.array([self.node.gpu_id], dtype=np.uint32)
     mapped = self.kfd_call("MAP_MEMORY_TO_GPU", "kfd_ioctl_map_memory_to_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=1)
-    if mapped.n_success != 1: raise RuntimeError(f"AMD: memory at {va:#x} mapped on {mapped.n_success} of 1 GPU")
-    return buf
+    if mapped.n_success != 1: raise RuntimeError(f"AMD: memory at {buf.va:#x} mapped on {mapped.n_success} of 1 GPU")
+
+  def register_host_memory(self, address: int, size: int) -> GPUBuffer:
+    """The caller's host memory [address, address+size) mapped on this GPU at the same address (USERPTR: amdgpu pins
+    the pages, kfd_ioctl_alloc_memory_of_gpu takes the CPU address in mmap_offset); whole pages, shared by the
+    buffers that lie in the same ones."""
+    lo, hi = address & ~(PAGE - 1), max(round_up(address + size, PAGE), (address & ~(PAGE - 1)) + PAGE)
+    if (entry := self.registered.get(lo)) is not None and entry[0].va + entry[0].size >= hi:
+      entry[1] += 1
+      return entry[0].offset(size, address - lo)
+    if clash := [b for b, _ in self.registered.values() if b.va < hi and lo < b.va + b.size]:
+      raise ValueError(f"host memory [{address:#x}, {address + size:#x}) shares pages with memory already used in place on {self.device} "
+                       f"at [{clash[0].va:#x}, {clash[0].va + clash[0].size:#x})")
+    flags = kfd.ALLOC_USERPTR | kfd.ALLOC_WRITABLE | kfd.ALLOC_EXECUTABLE | kfd.ALLOC_NO_SUBSTITUTE
+    args = self.kfd_call("ALLOC_MEMORY_OF_GPU", "kfd_ioctl_alloc_memory_of_gpu_args", va_addr=lo, size=hi - lo, gpu_id=self.node.gpu_id,
+                         flags=flags, mmap_offset=lo)
+    buf = GPUBuffer(lo, hi - lo, cpu=lo, handle=args.handle, host=True, user=True)
+    self.map_memory(buf)
+    self.registered[lo] = [buf, 1]
+    return buf.offset(size, address - lo)
+
+  def unregister_host_memory(self, view: GPUBuffer) -> None:
+    entry = self.registered[view.base.va]
+    entry[1] -= 1
+    if entry[1]: return
+    self.synchronize()  # queued kernels may still use the memory
+    del self.registered[view.base.va]
+    self.free_memory(entry[0])
 
   def retire(self, buf: GPUBuffer, release: list[int]) -> None:
     """Free `buf` once the timeline passed release[0] (memory a dropped queue's commands may still be read from)."""
@@ -297,7 +343,7 @@ class AMDDevice(HCQCompiled):
     gpus = np.array([self.node.gpu_id, *buf.mapped_on], dtype=np.uint32)
     self.kfd_call("UNMAP_MEMORY_FROM_GPU", "kfd_ioctl_unmap_memory_from_gpu_args", handle=buf.handle, device_ids_array_ptr=gpus.ctypes.data, n_devices=len(gpus))
     self.kfd_call("FREE_MEMORY_OF_GPU", "kfd_ioctl_free_memory_of_gpu_args", handle=buf.handle)
-    self.system.munmap(buf.va, buf.size)
+    if not buf.user: self.system.munmap(buf.va, buf.size)
 
   def ensure_scratch(self, per_lane: int) -> None:
     """Scratch (private memory) for `per_lane` bytes on every wave slot of the GPU: COMPUTE_TMPRING_SIZE's WAVESIZE
@@ -313,6 +359,12 @@ class AMDDevice(HCQCompiled):
     self.scratch_per_lane = per_lane
     self.tmpring_size = min(waves, 0xFFF) | (wave_bytes // unit) << 12
     self.scratch_base = (self.scratch.va >> 8 & 0xFFFFFFFF, self.scratch.va >> 40)
+
+  def sleep_until_woken(self) -> int:
+    """Blocks until an engine signals the timeline or WAKE_POLL_MS pass (a wait also checks for faults); KFD's
+    wait result (kfd.WAIT_RESULT_COMPLETE when woken)."""
+    events = kfd.ffi.new("struct kfd_event_data[]", [{"event_id": self.wake_event}])
+    return self.kfd_call("WAIT_EVENTS", "kfd_ioctl_wait_events_args", events_ptr=int(kfd.ffi.cast("uintptr_t", events)), num_events=1, wait_for_all=0, timeout=WAKE_POLL_MS).wait_result
 
   # ---- faults ----
   def check_faults(self) -> str | None:

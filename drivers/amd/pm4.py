@@ -24,6 +24,7 @@ COMPUTE_SHADER_EN, FORCE_START_AT_000, CS_W32_EN = 1 << 0, 1 << 2, 1 << 15
 CS_PARTIAL_FLUSH, CACHE_FLUSH_AND_INV_TS_EVENT = 0x07, 0x14
 INDEX_CS_PARTIAL_FLUSH, INDEX_END_OF_PIPE = 4, 5
 DATA_SEL_NONE, DATA_SEL_LOW32, DATA_SEL_64, DATA_SEL_GPU_CLOCK = 0, 1, 2, 3
+INT_SEL_AFTER_WRITE_CONFIRM = 2  # RELEASE_MEM INT_SEL: interrupt once the data is written
 WAIT_GEQ, WAIT_MEM_SPACE = 5, 1 << 4
 
 def set_sh_reg(reg: int, *values: int) -> list[int]:
@@ -43,12 +44,13 @@ def acquire_mem(gfx: int) -> list[int]:
   gcr = 1 | 1 << 4 | 1 << 5 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14 | 1 << 15  # GLI, GLM wb/inv, GLK, GLV, GL1 inv, GL2 inv+wb
   return [header(ACQUIRE_MEM, 7), 0, *full_range, gcr]
 
-def release_mem(gfx: int, address: int, data_sel: int, lo=0, hi=0) -> list:
+def release_mem(gfx: int, address: int, data_sel: int, lo=0, hi=0, interrupt: int | None = None) -> list:
   """At the end of the pipe, after writing back the caches: write the value (lo, hi: 32-bit words, ints or UOps) or
-  the GPU clock at `address`."""
+  the GPU clock at `address`; then, with `interrupt`, raise an end-of-pipe interrupt with that context id."""
   caches = (1 << 15 | 1 << 17 if gfx < 10 else 1 << 21 | 1 << 20 | 1 << 14 | 1 << 13 | 1 << 12 | 1 << 22)  # TC wb/inv; GL2 wb/inv, GLV/GLM, SEQ
   event = CACHE_FLUSH_AND_INV_TS_EVENT | INDEX_END_OF_PIPE << 8 | caches
-  return [header(RELEASE_MEM, 7), event, data_sel << 29, address & 0xFFFFFFFF, address >> 32, lo, hi, 0]
+  int_sel = 0 if interrupt is None else INT_SEL_AFTER_WRITE_CONFIRM
+  return [header(RELEASE_MEM, 7), event, data_sel << 29 | int_sel << 24, address & 0xFFFFFFFF, address >> 32, lo, hi, interrupt or 0]
 
 def wait_reg_mem(address: int, ref) -> list:
   """Wait until the 32-bit word at `address` is >= ref (an int or a UOp of 32 bits)."""

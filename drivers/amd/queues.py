@@ -9,6 +9,12 @@ from drivers.hcq import HCQSignal, HWQueue, PatchSlot, hi32, lo32
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 from drivers.amd import pm4, sdma
 
+class AMDSignal(HCQSignal):
+  """A signal whose writes can also wake the CPU: `wake` = (the KFD signal event's slot address, the event id); the
+  engine writes the id into the slot and raises an interrupt naming it, which amdkfd turns into that event
+  (kfd_events.c kfd_signal_event_interrupt looks for a written slot)."""
+  wake: tuple[int, int] | None = None
+
 def _address(buf, offset: int = 0) -> tuple:
   """A buffer's GPU address (plus offset) as (lo, hi) words: ints, or PatchSlots filled in at submit for a JIT input."""
   if isinstance(buf, PatchSlot): return PatchSlot(buf.name, lambda b: lo32(b.va + offset)), PatchSlot(buf.name, lambda b: hi32(b.va + offset))
@@ -22,7 +28,11 @@ class AMDComputeQueue(ArgumentQueue):
   _commands: GPUBuffer | None = None
   def wait(self, signal: HCQSignal, value): return self.q(*pm4.wait_reg_mem(signal.va, lo32(value)))
   def signal(self, signal: HCQSignal, value):
-    return self.timestamp(signal).q(*pm4.release_mem(self.gfx, signal.va, pm4.DATA_SEL_64, lo32(value), hi32(value)))
+    self.timestamp(signal).q(*pm4.release_mem(self.gfx, signal.va, pm4.DATA_SEL_64, lo32(value), hi32(value)))
+    if isinstance(signal, AMDSignal) and signal.wake is not None:
+      slot, event_id = signal.wake
+      self.q(*pm4.release_mem(self.gfx, slot, pm4.DATA_SEL_64, event_id, 0, interrupt=event_id))
+    return self
   def timestamp(self, signal: HCQSignal): return self.q(*pm4.release_mem(self.gfx, signal.va + 8, pm4.DATA_SEL_GPU_CLOCK))
   def memory_barrier(self): return self.q(*pm4.acquire_mem(self.gfx))
 
@@ -56,7 +66,11 @@ class AMDCopyQueue(HWQueue):
   engine, copies, gfx = "copy", True, 11
   def wait(self, signal: HCQSignal, value): return self.q(*sdma.poll_regmem(signal.va, lo32(value)))
   def signal(self, signal: HCQSignal, value):  # the low word last: waits compare it
-    return self.timestamp(signal).q(*sdma.fence(self.gfx, signal.va + 4, hi32(value)), *sdma.fence(self.gfx, signal.va, lo32(value)))
+    self.timestamp(signal).q(*sdma.fence(self.gfx, signal.va + 4, hi32(value)), *sdma.fence(self.gfx, signal.va, lo32(value)))
+    if isinstance(signal, AMDSignal) and signal.wake is not None:
+      slot, event_id = signal.wake
+      self.q(*sdma.fence(self.gfx, slot, event_id), *sdma.fence(self.gfx, slot + 4, 0), *sdma.trap(event_id))
+    return self
   def timestamp(self, signal: HCQSignal): return self.q(*sdma.timestamp(signal.va + 8))
   def memory_barrier(self): return self
   def copy(self, dest, src, nbytes: int):

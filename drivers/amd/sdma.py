@@ -18,6 +18,10 @@ def fence(gfx: int, address: int, value) -> list:
   """Write the 32-bit `value` (an int or a UOp) at `address` once earlier packets are done (uncached on gfx10+: MTYPE 3)."""
   return [OP_FENCE | (3 << 16 if gfx >= 10 else 0), address & 0xFFFFFFFF, address >> 32, value]
 
+def trap(context: int) -> list[int]:
+  """Raise an interrupt with the 28-bit context id `context` once earlier packets are done."""
+  return [OP_TRAP, context & 0xFFFFFFF]
+
 def poll_regmem(address: int, ref) -> list:
   """Wait until the 32-bit word at `address` is >= ref (an int or a UOp; polling memory, retrying without end)."""
   return [OP_POLL_REGMEM | POLL_FUNC_GEQ << 28 | 1 << 31, address & 0xFFFFFFFF, address >> 32, ref, 0xFFFFFFFF, 0xFFF << 16 | 10]

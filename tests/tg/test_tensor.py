@@ -2,7 +2,7 @@
 import math
 import numpy as np
 import pytest
-from tg import Tensor, dtypes, Context
+from tg import Tensor, dtypes, Context, Device
 
 def test_construct_from_python_and_numpy():
   assert Tensor(3.0).dtype == dtypes.float32 and Tensor(3.0).shape == () and Tensor(3.0).item() == 3.0
@@ -18,6 +18,27 @@ def test_construct_from_python_and_numpy():
   assert Tensor(np.float64(2.5) * np.ones(())).item() == 2.5
   assert Tensor([1, 2], dtype="float16").dtype == dtypes.float16
   with Context(DEFAULT_FLOAT="float64"): assert Tensor([1.5]).dtype == dtypes.float64
+
+def test_from_blob_uses_the_callers_memory_in_place():
+  a = np.arange(12, dtype=np.float32)
+  t = Tensor.from_blob(a.ctypes.data, (3, 4), device="CPU")
+  assert t.shape == (3, 4) and t.dtype == dtypes.float32 and (t.numpy() == a.reshape(3, 4)).all()
+  a[0] = 100  # nothing was copied: the next kernel reads the new value
+  assert (t * 2).numpy()[0, 0] == 200
+  t.assign(t + 1).realize()
+  Device["CPU"].synchronize()  # the kernel wrote the caller's array; read it once the device is done
+  assert a[0] == 101 and (a[1:] == np.arange(1, 12) + 1).all()
+  ints = np.arange(6, dtype=np.int16)
+  assert Tensor.from_blob(ints.ctypes.data, (2, 3), device="CPU", dtype="int16").sum().item() == 15
+  del t
+  assert a[0] == 101, "the memory stays the caller's"
+
+def test_from_blob_errors(tmp_path):
+  a = np.zeros(8, dtype=np.float32)
+  with pytest.raises(ValueError, match="needs a host address"): Tensor.from_blob(0, (4,), device="CPU")
+  with pytest.raises(ValueError, match="not aligned to dtypes.float's 4 bytes"): Tensor.from_blob(a.ctypes.data + 2, (2,), device="CPU")
+  with pytest.raises(ValueError, match="DISK.* can't use host memory in place"): Tensor.from_blob(a.ctypes.data, (4,), device=f"DISK:{tmp_path / 'x'}")
+  with pytest.raises(ValueError, match="on one device"): Tensor.from_blob(a.ctypes.data, (4,), device=("CPU:0", "CPU:1"))
 
 def test_construction_errors():
   with pytest.raises(ValueError, match="ragged"): Tensor([[1, 2], [3]])

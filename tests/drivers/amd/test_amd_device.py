@@ -3,6 +3,7 @@ objects tg links), in this process: bring-up on RDNA3 and CDNA3, what the driver
 tables, kernels checked against numpy, copies through the staging buffers, and faults reported with their address.
 Queue ordering, patching and JIT graphs on AMD are tests/drivers/test_hcq.py, run with DEV=MOCK+AMD by
 tests/tg/test_on_other_devices.py."""
+import time
 import numpy as np
 import pytest
 from ir.dtype import dtypes
@@ -10,10 +11,11 @@ from ir.switches import Context
 from ir.uop import UOp
 from codegen.program import get_program
 from drivers.gpu_memory import GPUBuffer
+from drivers.system import memoryview_at
 from drivers.mock import mock_system
 from drivers.mock.amd import packets as hw
 from drivers.mock.amd.gpu import ARCHS
-from drivers.mock.amd.kfd import KFDModel
+from drivers.mock.amd.kfd import UNSIGNALED, KFDModel
 from drivers.amd import kfd, pm4, sdma
 from drivers.amd.device import RING_BYTES, AMDDevice, cwsr_sizes, gpu_nodes
 from tg import Tensor
@@ -172,6 +174,57 @@ def test_kernel_times_come_from_the_gpu_clock(amd):
   prg, spec, bufs = program_for(dev, Tensor(np.ones(64, np.float32)).exp2())
   seconds = prg(*bufs, global_size=spec.global_size, local_size=spec.local_size, wait=True)
   assert 0 < seconds < 60
+
+def test_kernels_use_the_callers_host_memory_in_place(amd):
+  """Tensor.from_blob's memory: USERPTR at the caller's own address, whole pages, shared by buffers in the same
+  pages, and left to the caller when the last of them goes."""
+  dev, model = amd
+  pages = np.zeros(3 * 4096 // 4, dtype=np.float32)
+  base = pages.ctypes.data + (-pages.ctypes.data % 4096)  # page aligned, with a page to spare after it
+  x, out = np.frombuffer(memoryview_at(base, 256), np.float32), np.frombuffer(memoryview_at(base + 512, 256), np.float32)
+  x[:] = np.arange(64)
+  prg, spec, _ = program_for(dev, Tensor(np.ones(64, np.float32)) + 1)
+  inp, res = dev.allocator.wrap(base, 256), dev.allocator.wrap(base + 512, 256)
+  (registered,) = [b for b in model.buffers.values() if b.flags & kfd.ALLOC_USERPTR]
+  assert registered.va == registered.host == base and registered.size == 4096 and inp.va == base and res.va == base + 512
+  prg(res, inp, global_size=spec.global_size, local_size=spec.local_size)
+  dev.synchronize()
+  assert np.array_equal(out, np.arange(64) + 1)
+  with pytest.raises(ValueError, match="shares pages with memory already used in place"): dev.allocator.wrap(base + 4000, 200)
+  dev.allocator.unwrap(inp)
+  assert registered.handle in model.buffers, "another buffer still uses the page"
+  dev.allocator.unwrap(res)
+  assert registered.handle not in model.buffers and np.array_equal(out, np.arange(64) + 1)
+
+@pytest.mark.parametrize("engine", ["compute", "copy"])
+def test_a_timeline_signal_raises_the_interrupt_of_the_wake_event(amd, engine):
+  """amdkfd signals an event from an engine's interrupt only if the event's slot was written first; the model clears
+  the slot again as it does."""
+  dev, model = amd
+  event = model.events[dev.wake_event]
+  event.signaled = False
+  dev.timeline_signal.idle = lambda: time.sleep(1e-4)  # this wait polls: it mustn't take the event itself
+  queue = dev.compute_queue() if engine == "compute" else dev.copy_queue()
+  queue.signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  slot, event_id = dev.timeline_signal.wake
+  for _ in range(1000):  # the interrupt follows the timeline's value
+    if event.signaled: break
+    time.sleep(1e-3)
+  assert event_id == dev.wake_event and event.signaled and model.slots()[event_id] == UNSIGNALED
+
+def test_a_long_wait_sleeps_until_the_engines_interrupt(amd):
+  """A wait that outlasts its spin blocks in WAIT_EVENTS, and the interrupt (not the WAIT_EVENTS timeout) ends it."""
+  dev, _ = amd
+  gate, results, sleep = dev.new_signal(), [], dev.sleep_until_woken
+  def sleep_and_open_the_gate():
+    results.append(sleep())
+    gate.value = 1
+  dev.sleep_until_woken = sleep_and_open_the_gate
+  dev.timeline_signal.idle = dev.sleep_until_woken
+  dev.compute_queue().wait(gate, 1).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  assert kfd.WAIT_RESULT_COMPLETE in results, results
 
 def test_a_fault_names_the_address(amd):
   dev, model = amd
