@@ -32,7 +32,9 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD:x4": ["tests/tg/test_multi.py"],  # four AMD-model GPUs
         "MOCK+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "MOCK+AMD::gfx942": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
-        # RDNA4 and CDNA4 pass the whole set too (1675 passed each, about 3 minutes apiece); CI keeps a sample of them
+        # RDNA4 and CDNA4 pass the whole set too (1675 passed each, about 3 minutes apiece); CI keeps a sample of them,
+        # and of gfx1101 (RDNA3's ISA for LLVM's gfx1101 target, on a smaller GPU's topology)
+        "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]}
@@ -70,8 +72,8 @@ def test_suites_pass_on(dev, runs):
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
 
-@pytest.mark.parametrize("run, arch", [("MOCK+AMD", "gfx1100"), ("MOCK+AMD::gfx942", "gfx942"), ("MOCK+AMD::gfx1201", "gfx1201"),
-                                       ("MOCK+AMD::gfx950", "gfx950")])
+@pytest.mark.parametrize("run, arch", [("MOCK+AMD", "gfx1100"), ("MOCK+AMD::gfx942", "gfx942"), ("MOCK+AMD::gfx1101", "gfx1101"),
+                                       ("MOCK+AMD::gfx1201", "gfx1201"), ("MOCK+AMD::gfx950", "gfx950")])
 def test_every_instruction_of_every_amd_program_has_semantics(run, arch, runs, amd_programs):
   """Every instruction of every program the AMD runs dispatched (not only those that ran) is one the model's shader
   core executes: a kernel branch no test reached can't hide an instruction the model doesn't know."""
