@@ -45,7 +45,8 @@ def describe(name: str, p: list[int], regs: dict[int, str]) -> str:
     return " ".join(f"{regs.get(start + k, hex(start + k))}={v:#x}" for k, v in enumerate(p[1:]))
   if name == "RELEASE_MEM":
     return (f"event {hw.field(p[0], 0, 6):#x} index {hw.field(p[0], 8, 4)} data {DATA_SEL.get(hw.field(p[1], *hw.RELEASE_DATA_SEL), '?')} "
-            f"int_sel {hw.field(p[1], *hw.RELEASE_INT_SEL)} at {address(2)} value {p[4] | p[5] << 32:#x}")
+            f"int_sel {hw.field(p[1], *hw.RELEASE_INT_SEL)} at {address(2)} value {p[4] | p[5] << 32:#x}" +
+            (f" interrupt context {p[6]:#x}" if hw.field(p[1], *hw.RELEASE_INT_SEL) else ""))
   if name == "WAIT_REG_MEM":
     return f"until [{address(1)}] & {p[4]:#x} {FUNCTION[hw.field(p[0], *hw.WAIT_FUNCTION)]} {p[3]:#x} ({'memory' if hw.field(p[0], *hw.WAIT_MEM_SPACE) else 'register'})"
   if name == "DISPATCH_DIRECT":

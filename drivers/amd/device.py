@@ -28,6 +28,7 @@ PAGE = 0x1000
 RING_BYTES = 1 << 20
 EOP_BYTES = 0x1000  # the node's eop_buffer_size on gfx9 and newer (kfd_queue.c kfd_queue_ctx_save_restore_size)
 DOORBELL_PAGE = 0x2000
+HDP_MEM_FLUSH_CNTL = 0  # its offset in the MMIO remap page (kfd_ioctl.h enum kfd_mmio_remap)
 WAKE_POLL_MS = 10
 GPU_CLOCK_MHZ = 100  # RELEASE_MEM's GPU clock counter
 USER_SGPR_KERNARG_PTR = 1 << 3  # kernel_code_properties bits (AMDHSAKernelDescriptor.h)
@@ -164,8 +165,7 @@ class AMDProgram(HCQProgram):
     if not kd.kernel_code_properties & USER_SGPR_KERNARG_PTR and kernel.args:
       raise RuntimeError(f"{name}: the kernel takes {len(kernel.args)} arguments but no kernarg pointer")
     if kd.private_segment_fixed_size: dev.ensure_scratch(kd.private_segment_fixed_size)
-    self.image = dev.alloc_memory(round_up(len(code.image), PAGE))
-    dev.allocator.copyin(self.image, memoryview(code.image + bytes(self.image.size - len(code.image))))
+    self.image = dev.upload(code.image + bytes(round_up(len(code.image), PAGE) - len(code.image)))
     self.code_va = self.image.va + kernel.kd_offset + kd.kernel_code_entry_byte_offset
     if self.code_va % 256: raise RuntimeError(f"{name}: code at {self.code_va:#x} is not 256-byte aligned, as COMPUTE_PGM_LO needs")
     lds = kd.group_segment_fixed_size
@@ -213,6 +213,7 @@ class AMDDevice(HCQCompiled):
       self.system.ioctl(self.kfd, "AMDKFD_IOC_RUNTIME_ENABLE", kfd.RUNTIME_ENABLE, arg)
       self.session.runtime_enabled = True
     self.doorbells: dict[int, np.ndarray] = {}
+    self.hdp_flush_cntl = self.map_mmio_remap()[HDP_MEM_FLUSH_CNTL // 4:][:1]
     self.retired: list[tuple[GPUBuffer, list[int]]] = []
     first = self.session.event_page is None
     if first: self.session.event_page = self.alloc_memory(0x8000, host=True, uncached=True)  # KFD's signal slots, 8 bytes each
@@ -267,6 +268,14 @@ class AMDDevice(HCQCompiled):
 
   def kfd_call(self, name: str, struct: str, **fields): return kfd.call(self.system, self.kfd, name, struct, **fields)
 
+  def map_mmio_remap(self) -> np.ndarray:
+    """The GPU's MMIO remap page (the registers amdgpu lets user mode write: HDP flushes), mapped through /dev/kfd."""
+    va = self.system.mmap(0, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+    args = self.kfd_call("ALLOC_MEMORY_OF_GPU", "kfd_ioctl_alloc_memory_of_gpu_args", va_addr=va, size=PAGE, gpu_id=self.node.gpu_id,
+                         flags=kfd.ALLOC_MMIO_REMAP | kfd.ALLOC_WRITABLE | kfd.ALLOC_NO_SUBSTITUTE)
+    cpu = self.system.mmap(va, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, self.kfd, args.mmap_offset)
+    return np.frombuffer(memoryview_at(cpu, PAGE), dtype=np.uint32)
+
   def doorbell_at(self, offset: int) -> np.ndarray:
     """The 64-bit doorbell at KFD's mmap offset `offset` (the doorbell page is mapped once)."""
     page = offset & ~(DOORBELL_PAGE - 1)
@@ -276,13 +285,14 @@ class AMDDevice(HCQCompiled):
     return self.doorbells[page][(offset - page) // 8:][:1]
 
   # ---- memory ----
-  def alloc_memory(self, size: int, host: bool = False, uncached: bool = False) -> GPUBuffer:
-    """`size` bytes of video memory (host=False) or system memory the CPU maps too (host=True; `uncached` for what
-    the CPU and the GPU both poll: rings, signals), at one virtual address for both."""
+  def alloc_memory(self, size: int, host: bool = False, uncached: bool = False, cpu_access: bool = False) -> GPUBuffer:
+    """`size` bytes of video memory (host=False; `cpu_access`: in the part of it the CPU reaches through the BAR) or
+    system memory the CPU maps too (host=True; `uncached` for what the CPU and the GPU both poll: rings, signals), at
+    one virtual address for both."""
     if self.retired: self.free_retired()
     size = round_up(max(size, 1), PAGE)
     flags = kfd.ALLOC_WRITABLE | kfd.ALLOC_EXECUTABLE | kfd.ALLOC_NO_SUBSTITUTE
-    flags |= (kfd.ALLOC_GTT | (kfd.ALLOC_COHERENT | kfd.ALLOC_UNCACHED if uncached else 0)) if host else kfd.ALLOC_VRAM
+    flags |= (kfd.ALLOC_GTT | (kfd.ALLOC_COHERENT | kfd.ALLOC_UNCACHED if uncached else 0)) if host else kfd.ALLOC_VRAM | (kfd.ALLOC_PUBLIC if cpu_access else 0)
     va = self.system.mmap(0, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)  # the address, reserved
     try: args = self.kfd_call("ALLOC_MEMORY_OF_GPU", "kfd_ioctl_alloc_memory_of_gpu_args", va_addr=va, size=size, gpu_id=self.node.gpu_id, flags=flags)
     except OSError as e:
@@ -290,10 +300,23 @@ class AMDDevice(HCQCompiled):
       if e.errno == 12: raise MemoryError(f"AMD: out of {'system' if host else 'video'} memory for {size} bytes") from None
       raise
     buf = GPUBuffer(va, size, handle=args.handle, host=host)
-    if host:
+    if host or cpu_access:
       buf.cpu = self.system.mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, self.render, args.mmap_offset)
       if buf.cpu != va: raise RuntimeError(f"the CPU mapping of GPU memory at {va:#x} landed at {buf.cpu:#x}")
     self.map_memory(buf)
+    return buf
+
+  def upload(self, data: bytes) -> GPUBuffer:
+    """`data` in video memory: written by the CPU through the BAR, then an HDP flush (writing HDP_MEM_FLUSH_CNTL in
+    the MMIO remap page, as hdp_v5_0.c hdp_v5_0_flush_hdp does) so the GPU reads it; through the copy engine when the
+    CPU-visible part of video memory is used up."""
+    try: buf = self.alloc_memory(len(data), cpu_access=True)
+    except MemoryError:
+      buf = self.alloc_memory(len(data))
+      self.allocator.copyin(buf, memoryview(data))
+      return buf
+    buf.view()[:len(data)] = np.frombuffer(data, np.uint8)
+    self.hdp_flush_cntl[0] = 0
     return buf
 
   def map_memory(self, buf: GPUBuffer) -> None:

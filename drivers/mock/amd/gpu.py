@@ -122,6 +122,8 @@ class Frame:
   def where(self, i: int) -> str:
     return f"ring offset {(i % len(self.words)) * 4:#x}" if self.is_ring else f"IB at {self.base:#x} dword {i}"
 
+HDP_UNWRITTEN = 0xFFFFFFFF  # what the model keeps in HDP_MEM_FLUSH_CNTL between writes (the kernel writes 0 to flush)
+
 class GPU:
   """Memory translation, the queues and the poll thread. Everything runs under `lock` (amdkfd's ioctls take it too)."""
   def __init__(self, arch: Arch, gpu_id: int, lock: threading.RLock, on_interrupt: Callable[[int, int], None],
@@ -132,6 +134,8 @@ class GPU:
     self.queues: list[Queue] = []
     self.faults: list[str] = []
     self.shader: Callable[[Dispatch, GPU], None] | None = None   # None: the shader core (shader/execute.py run)
+    self.hdp_flush_cntl: memoryview | None = None   # HDP_MEM_FLUSH_CNTL in the MMIO remap page (set by amdkfd's model)
+    self.cpu_written: dict[int, int] = {}           # VRAM the CPU mapped through the BAR since the last HDP flush: va -> size
     self._thread: threading.Thread | None = None
     self._stop = threading.Event()
 
@@ -219,8 +223,23 @@ class GPU:
     self.faults.append(e.args[0])
     self.on_fault(self, e)
 
+  # ---- the host data path (HDP): CPU writes to video memory through the BAR
+  def cpu_maps_vram(self, va: int, size: int) -> None: self.cpu_written[va] = size
+
+  def check_hdp(self, va: int, nbytes: int, what: str) -> None:
+    """CPU writes through the BAR reach video memory at an HDP flush, a write to HDP_MEM_FLUSH_CNTL (hdp_v5_0.c
+    hdp_v5_0_flush_hdp). The model can't see single CPU stores, so: VRAM the CPU mapped is stale to the GPU
+    until a flush follows the mapping; the register holds HDP_UNWRITTEN until a write, so the model sees each one."""
+    if self.hdp_flush_cntl is not None and self.hdp_flush_cntl[0] != HDP_UNWRITTEN:
+      self.hdp_flush_cntl[0] = HDP_UNWRITTEN
+      self.cpu_written.clear()
+    if hit := next((v for v, n in self.cpu_written.items() if v < va + nbytes and va < v + n), None):
+      raise GPUFault(f"{what} at {va:#x} reads video memory the CPU mapped at {hit:#x} with no HDP flush since "
+                     f"(HDP_MEM_FLUSH_CNTL, offset 0 of the MMIO remap page, was never written)", va)
+
   def dispatch(self, d: Dispatch) -> None:
     """Hands a launch to the shader core (ShaderFault propagates to the queue)."""
+    self.check_hdp(d.code_va, 4, "the kernel's code")
     if self.shader is not None: return self.shader(d, self)
     try: from drivers.mock.amd.shader.execute import run
     except ImportError as e: raise GPUFault(f"DISPATCH_DIRECT: the shader core is not available ({e})") from None

@@ -12,7 +12,7 @@ from ir.target import parse_targets, target_for
 from drivers import system
 from drivers.amd import kfd as uapi
 from drivers.mock import DeviceModel
-from drivers.mock.amd.gpu import ARCHS, GPU, Arch, GPUFault, Queue
+from drivers.mock.amd.gpu import ARCHS, GPU, HDP_UNWRITTEN, Arch, GPUFault, Queue
 from drivers.mock.amd.pm4 import PM4Engine
 from drivers.mock.amd.sdma import SDMAEngine
 
@@ -45,6 +45,7 @@ ENOTSUPP = 524                   # the kernel-internal errno set_queue_propertie
 # kfd_priv.h mmap offsets of /dev/kfd: type in bits 63:62, gpu_id in 61:46
 MMAP_TYPE_SHIFT, MMAP_GPU_ID_SHIFT = 62, 46
 MMAP_DOORBELL, MMAP_EVENTS, MMAP_MMIO = 3, 2, 0
+HDP_MEM_FLUSH_CNTL = 0          # kfd_ioctl.h enum kfd_mmio_remap: its offset in the MMIO remap page
 DOORBELL_SLICE = 2 * 4096        # kfd_doorbell.c kfd_doorbell_process_slice: 1024 queues x 8-byte doorbells (SOC15)
 UNSIGNALED = (1 << 64) - 1       # kfd_events.c UNSIGNALED_EVENT_SLOT
 FIRST_NONSIGNAL_EVENT_ID = (2**31 - 1 >> 1) + 1   # kfd_events.h KFD_FIRST_NONSIGNAL_EVENT_ID
@@ -127,6 +128,9 @@ class KFDModel(DeviceModel):
     self.gpus = [GPU(self.arch, 0x1000 + 0x2F1 * (i + 1), self.lock, self.interrupt, self.fault) for i in range(n)]
     self.doorbells = {g.gpu_id: _shared_pages(DOORBELL_SLICE) for g in self.gpus}
     self.mmio = {g.gpu_id: _shared_pages(system.PAGE_SIZE) for g in self.gpus}
+    for g in self.gpus:
+      g.hdp_flush_cntl = system.memoryview_at(self.mmio[g.gpu_id] + HDP_MEM_FLUSH_CNTL, 4).cast("I")
+      g.hdp_flush_cntl[0] = HDP_UNWRITTEN
     self.vms: dict[int, File] = {}                 # gpu_id -> the render file ACQUIRE_VM bound
     self.buffers: dict[int, Buffer] = {}
     self.idr = {g.gpu_id: itertools.count() for g in self.gpus}
@@ -170,6 +174,9 @@ class KFDModel(DeviceModel):
     buf = next((b for b in self.buffers.values() if b.drm_offset == offset and b.gpu_id == handle.gpu.gpu_id), None)
     if buf is None: raise OSError(errno.EINVAL, f"mmap of {handle.path} at offset {offset:#x}: no buffer has that offset")
     if buf.flags & USERPTR: raise OSError(errno.EPERM, f"mmap of userptr buffer {buf.handle:#x}")   # amdgpu_gem.c amdgpu_gem_object_mmap
+    # amdgpu_amdkfd_gpuvm.c: VRAM without PUBLIC is AMDGPU_GEM_CREATE_NO_CPU_ACCESS, which amdgpu_gem_object_mmap refuses
+    if buf.flags & VRAM and not buf.flags & PUBLIC: raise OSError(errno.EPERM, f"mmap of VRAM buffer {buf.handle:#x} allocated without PUBLIC")
+    if buf.flags & VRAM: handle.gpu.cpu_maps_vram(buf.va, _page_align(buf.size))
     if _page_align(size) > _page_align(buf.size): raise OSError(errno.EINVAL, f"mmap of {size:#x} bytes of a {buf.size:#x}-byte buffer")
     if addr == buf.va:   # the pages already back the VA: the CPU view is them
       system.mprotect(buf.va, _page_align(size), prot)
@@ -327,6 +334,7 @@ class KFDModel(DeviceModel):
     del self.buffers[buf.handle]
     buf.freed = True
     if buf.flags & VRAM: self.vram_used[buf.gpu_id] -= _page_align(buf.size)
+    self.gpu_by_id(buf.gpu_id).cpu_written.pop(buf.va, None)
     if self.signal_page is buf: self.signal_page = None
     if not buf.cpu_mapped: self.release(buf, reserve=True)
 

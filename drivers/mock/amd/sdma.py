@@ -68,6 +68,7 @@ class SDMAEngine:
       if w[0] >> 25 & 1 or w[0] >> 27 & 1: raise GPUFault(f"COPY_LINEAR backwards/broadcast (header {w[0]:#x}) is not modelled")
       if w[1] >> self.count_bits: raise GPUFault(f"COPY_LINEAR count {w[1]:#x} overflows its {self.count_bits}-bit field on {self.gpu.arch.name}")
       nbytes, src, dst = w[1] + 1, w[4] << 32 | w[3], w[6] << 32 | w[5]
+      self.gpu.check_hdp(src, nbytes, "COPY_LINEAR source")
       ctypes.memmove(self.gpu.host(dst, nbytes, "copy destination"), self.gpu.host(src, nbytes, "copy source"), nbytes)
     elif op == pk.SDMA_OP["WRITE"]:
       if sub != pk.SDMA_SUBOP_WRITE_LINEAR: raise GPUFault(f"WRITE sub-op {sub} is not modelled (only linear)")

@@ -196,6 +196,37 @@ def test_kernels_use_the_callers_host_memory_in_place(amd):
   dev.allocator.unwrap(res)
   assert registered.handle not in model.buffers and np.array_equal(out, np.arange(64) + 1)
 
+def test_programs_are_written_through_the_bar_and_flushed_from_the_hdp(amd):
+  """Code goes into CPU-visible video memory (PUBLIC) written by the CPU; the GPU runs it only after the driver's
+  HDP flush: without one the model faults naming the code's address."""
+  dev, model = amd
+  prg, spec, bufs = program_for(dev, Tensor(np.ones(64, np.float32)) + 1)
+  (image,) = [b for b in model.buffers.values() if b.va == prg.image.va]
+  assert image.flags & kfd.ALLOC_VRAM and image.flags & kfd.ALLOC_PUBLIC
+  x = np.arange(64, dtype=np.float32)
+  prg(bufs[0], upload(dev, x), global_size=spec.global_size, local_size=spec.local_size)
+  dev.synchronize()
+  assert np.array_equal(download(dev, bufs[0], x), x + 1)
+  dev.hdp_flush_cntl = np.zeros(1, np.uint32)  # a driver that writes its flushes nowhere
+  prg2, spec2, bufs2 = program_for(dev, Tensor(np.ones(64, np.float32)) * 3)
+  prg2(*bufs2, global_size=spec2.global_size, local_size=spec2.local_size)
+  with pytest.raises(RuntimeError, match=f"GPU memory fault at {prg2.code_va & ~0xFFF:#x}"): dev.synchronize()
+  assert "no HDP flush" in model.faults[-1]
+
+def test_programs_go_through_the_copy_engine_when_the_bar_is_full(amd, monkeypatch):
+  dev, model = amd
+  alloc = dev.alloc_memory
+  def no_visible_vram(size, host=False, uncached=False, cpu_access=False):
+    if cpu_access: raise MemoryError("no CPU-visible video memory left")
+    return alloc(size, host, uncached)
+  monkeypatch.setattr(dev, "alloc_memory", no_visible_vram)
+  prg, spec, bufs = program_for(dev, Tensor(np.ones(64, np.float32)) + 1)
+  assert not [b for b in model.buffers.values() if b.va == prg.image.va][0].flags & kfd.ALLOC_PUBLIC
+  x = np.arange(64, dtype=np.float32)
+  prg(bufs[0], upload(dev, x), global_size=spec.global_size, local_size=spec.local_size)
+  dev.synchronize()
+  assert np.array_equal(download(dev, bufs[0], x), x + 1)
+
 @pytest.mark.parametrize("engine", ["compute", "copy"])
 def test_a_timeline_signal_raises_the_interrupt_of_the_wake_event(amd, engine):
   """amdkfd signals an event from an engine's interrupt only if the event's slot was written first; the model clears

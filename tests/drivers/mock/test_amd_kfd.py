@@ -14,7 +14,8 @@ from drivers.mock.amd.kfd import KFDModel, arch_name
 
 TOPO = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 VRAM, GTT, USERPTR, DOORBELL = 1, 2, 4, 8
-WRITABLE, EXECUTABLE, NO_SUBSTITUTE, COHERENT, UNCACHED = 1 << 31, 1 << 30, 1 << 28, 1 << 26, 1 << 25
+MMIO_REMAP = 16
+WRITABLE, EXECUTABLE, PUBLIC, NO_SUBSTITUTE, COHERENT, UNCACHED = 1 << 31, 1 << 30, 1 << 29, 1 << 28, 1 << 26, 1 << 25
 BASE = WRITABLE | EXECUTABLE | NO_SUBSTITUTE
 EVENT_ID_IOCTLS = {"AMDKFD_IOC_DESTROY_EVENT": 0x09, "AMDKFD_IOC_SET_EVENT": 0x0A, "AMDKFD_IOC_RESET_EVENT": 0x0B}   # kfd_ioctl.h
 
@@ -57,11 +58,18 @@ class Client:
     return self.ioctl("AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU", handle=handle, device_ids_array_ptr=int(kfd.ffi.cast("uintptr_t", arr)), n_devices=1)
 
   def buffer(self, size: int, flags: int = GTT | BASE | COHERENT | UNCACHED):
-    """Allocated, CPU-mapped through the render node at its VA, mapped to the GPU: (va, handle, uint8 view)."""
-    a = self.alloc(size, flags)
+    """Allocated, CPU-mapped through the render node at its VA (video memory PUBLIC so that it may be), mapped to the
+    GPU: (va, handle, uint8 view)."""
+    a = self.alloc(size, flags | (PUBLIC if flags & VRAM else 0))
     va = self.sys.mmap(a.va_addr, size, sysmod.PROT_READ | sysmod.PROT_WRITE, sysmod.MAP_SHARED | 0x10, self.render, a.mmap_offset)
     self.map(a.handle)
     return va, a.handle, np.frombuffer(sysmod.memoryview_at(va, size), np.uint8)
+
+  def flush_hdp(self) -> None:
+    """What hdp_v5_0.c hdp_v5_0_flush_hdp does from the CPU: write 0 to HDP_MEM_FLUSH_CNTL, offset 0 of the MMIO remap page."""
+    a = self.alloc(0x1000, MMIO_REMAP | WRITABLE | NO_SUBSTITUTE)
+    page = self.sys.mmap(0, 0x1000, sysmod.PROT_READ | sysmod.PROT_WRITE, sysmod.MAP_SHARED, self.kfd, a.mmap_offset)
+    np.frombuffer(sysmod.memoryview_at(page, 4), np.uint32)[0] = 0
 
   def event(self, event_type: int, page_handle: int = 0):
     return self.ioctl("AMDKFD_IOC_CREATE_EVENT", event_type=event_type, auto_reset=1, event_page_offset=page_handle)
@@ -175,6 +183,11 @@ def test_cpu_view_is_the_gpu_memory_and_only_mapped_memory_is_visible(amd):
   assert amd.gpu.read(a.va_addr + 8, 32, "test read") == 2
   amd.gpu.write(a.va_addr + 0x1FFC, 0xDEADBEEF, 32, "test write")
   assert view[0x7FF] == 0xDEADBEEF
+
+def test_only_public_video_memory_can_be_cpu_mapped(amd):
+  amd.acquire()
+  a = amd.alloc(0x1000, VRAM | BASE)
+  assert errno_of(lambda: mock_system.mmap(a.va_addr, 0x1000, 3, sysmod.MAP_SHARED | 0x10, amd.render, a.mmap_offset)) == errno.EPERM
 
 def test_map_unmap_free_rules(amd):
   amd.acquire()

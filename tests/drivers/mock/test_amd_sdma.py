@@ -44,6 +44,7 @@ def test_copy_then_fence_and_trap_signal_an_event(sdma):
   src_va, _, src = amd.buffer(0x3000, VRAM | BASE)
   dst_va, _, dst = amd.buffer(0x3000, VRAM | BASE)
   src[:] = np.random.default_rng(1).integers(0, 256, 0x3000, dtype=np.uint8)
+  amd.flush_hdp()
   sdma.submit(copy_linear(dst_va + 3, src_va + 5, 0x2001) + fence(page + 8 * ev.event_slot_index, ev.event_id) + trap(ev.event_id))
   assert amd.wait([ev.event_id], 10000)[0] == 0
   expect = np.zeros(0x3000, np.uint8)
@@ -83,9 +84,27 @@ def test_sdma6_copy_count_has_30_bits(sdma):
   src_va, _, src = amd.buffer(0x500000, VRAM | BASE)
   dst_va, _, dst = amd.buffer(0x500000, VRAM | BASE)
   src[::4096] = 7
+  amd.flush_hdp()
   sdma.submit(copy_linear(dst_va, src_va, 0x500000) + fence(dst_va, 0))
   until(lambda: sdma.rptr == sdma.wptr, "the 5 MiB copy")
   assert not amd.model.faults and (dst[4096::4096] == 7).all()
+
+def test_video_memory_the_cpu_wrote_reaches_the_gpu_at_an_hdp_flush(sdma):
+  """A copy that reads CPU-mapped VRAM with no HDP flush since the mapping faults naming the address (amdgpu flushes
+  HDP after CPU writes through the BAR); after a write to HDP_MEM_FLUSH_CNTL the same copy works."""
+  amd = sdma.amd
+  mem_ev = amd.event(8)
+  src_va, _, src = amd.buffer(0x1000, VRAM | BASE)
+  dst_va, _, dst = amd.buffer(0x1000)
+  src[:] = 5
+  sdma.submit(copy_linear(dst_va, src_va, 0x1000))
+  assert amd.wait([mem_ev.event_id], 10000)[0] == 0
+  assert f"{src_va:#x}" in amd.model.faults[0] and "no HDP flush" in amd.model.faults[0]
+  again = SDMAQueue(amd)
+  amd.flush_hdp()
+  again.submit(copy_linear(dst_va, src_va, 0x1000))
+  until(lambda: again.rptr == again.wptr, "the copy after the flush")
+  assert len(amd.model.faults) == 1 and (dst == 5).all()
 
 def test_unknown_sdma_opcode_faults(sdma):
   sdma.submit([hdr(0x33)])
