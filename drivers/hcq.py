@@ -50,6 +50,7 @@ polls once a wait has spun a while: a short sleep, or a driver's blocking wait f
       if spins > 1000:
         self.idle()
         if failed(): return
+      else: time.sleep(0)  # lets the writer run if it is a thread of this process (it needs the interpreter lock)
       if time.perf_counter() > deadline:
         if self.value == seen and not self.busy(frozenset()):
           raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")
