@@ -73,19 +73,19 @@ def _from_slot(t: str, w: str, a: str) -> list[str]:
 
 class BatchProgram:
   """Kernels that each run on one thread, called in order by one compiled function `void(int64_t *argv)`: argv
-  holds every kernel's arguments in turn (buffer addresses and integer values)."""
+  holds every kernel's arguments in turn (buffer addresses, integers, floats as their bit patterns)."""
   def __init__(self, dev: CPUDevice, calls: list[tuple[CPUProgram, int, int]]):
     """calls: (program, its argument count, its outer loop's iteration count)."""
     self.programs = [p for p, _, _ in calls]  # held: their code must stay loaded while the batch may call it
     lines, at, self.slots = [], 0, []
     for k, (prg, nargs, n) in enumerate(calls):
-      ctypes = ["uintptr_t"] * (nargs - len(prg.var_types)) + prg.var_types
+      param_types = ["uintptr_t"] * (nargs - len(prg.var_types)) + prg.var_types
       args = []
-      for i, t in enumerate(LLVM_PARAM[c] for c in ctypes):
+      for i, t in enumerate(LLVM_PARAM[c] for c in param_types):
         w, a = f"%w{k}_{i}", f"%a{k}_{i}"
         lines += [f"  %p{k}_{i} = getelementptr i64, ptr %argv, i64 {at + i}", f"  {w} = load i64, ptr %p{k}_{i}", *_from_slot(t, w, a)]
         args.append(f"{t} {w if t == 'i64' else a}")
-      self.slots += [SLOT.get(c) for c in ctypes]
+      self.slots += [SLOT.get(c) for c in param_types]
       lines.append(f"  call void inttoptr (i64 {int(ffi.cast('uintptr_t', prg.fn))} to ptr)({', '.join(args + ['i32 0', f'i32 {n}'])})")
       at += nargs
     src = "\n".join(["define void @tg_batch(ptr %argv) {", "entry:", *lines, "  ret void", "}", ""])
@@ -104,7 +104,7 @@ class CPUQueue(SoftwareQueue):
   def __init__(self):
     super().__init__()
     self._execs: list[tuple[int, CPUProgram, int, int]] = []  # (word index, program, argument count, iterations)
-    self._plan: list[tuple[int, int, BatchProgram]] | None = None  # (first word, end word, batch) per stretch
+    self._plan: list[tuple[int, int, list[int], BatchProgram]] | None = None  # per stretch: first word, end word, argument words, batch
 
   def exec(self, prg, args, global_size, local_size):
     self._execs.append((len(self._q), prg, len(args), global_size[0]))
@@ -114,22 +114,23 @@ class CPUQueue(SoftwareQueue):
     if self._bound is not dev: return super()._submit(dev, words)
     if self._plan is None: self._plan = self._batches(dev)
     out, at = [], 0
-    for start, end, batch in self._plan:
-      args = [a for i, _, nargs, _ in self._execs if start <= i < end for a in words[i + 3:i + 3 + nargs]]
-      out += words[at:start] + ["exec", batch, len(args), *args, (1, 1, 1), (1, 1, 1)]
+    for start, end, arg_words, batch in self._plan:
+      out += words[at:start] + ["exec", batch, len(arg_words), *[words[j] for j in arg_words], (1, 1, 1), (1, 1, 1)]
       at = end
     super()._submit(dev, out + words[at:])
 
-  def _batches(self, dev) -> list[tuple[int, int, BatchProgram]]:
+  def _batches(self, dev) -> list[tuple[int, int, list[int], BatchProgram]]:
     def batchable(prg, n) -> bool: return isinstance(prg, CPUProgram) and prg.threads(n) == 1 and all(t in LLVM_PARAM for t in prg.var_types)
     stretches: list[list[tuple[int, CPUProgram, int, int]]] = []
     for e in self._execs:
       i, prg, nargs, n = e
       if not batchable(prg, n): continue
       last = stretches[-1][-1] if stretches else None
-      if last is not None and last[0] + 5 + last[2] == i: stretches[-1].append(e)  # the previous command was a batchable exec
+      # an exec is 5 + nargs words ("exec", program, nargs, args..., global, local): is the one before it adjacent?
+      if last is not None and last[0] + 5 + last[2] == i: stretches[-1].append(e)
       else: stretches.append([e])
-    return [(run[0][0], run[-1][0] + 5 + run[-1][2], BatchProgram(dev, [(p, nargs, n) for _, p, nargs, n in run])) for run in stretches if len(run) > 1]
+    return [(run[0][0], run[-1][0] + 5 + run[-1][2], [i + 3 + j for i, _, nargs, _ in run for j in range(nargs)],
+             BatchProgram(dev, [(p, nargs, n) for _, p, nargs, n in run])) for run in stretches if len(run) > 1]
 
 class CPUDevice(HCQCompiled):
   """Kernels run on the compute engine's worker thread (and the thread pool it splits them over)."""
