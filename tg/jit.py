@@ -79,6 +79,8 @@ class GraphBatch:
   Variables named in `variables` are patched with each replay's values."""
   def __init__(self, items: list[ExecItem], slots: dict[int, int], graph: type, variables: frozenset[str]):
     self.items, self.graph = items, graph(items, slots, variables)
+    self.kernels = [ei for ei in items if ei.runner is not None]
+    self.flops, self.mem_bytes = sum(ei.runner.spec.flops for ei in self.kernels), sum(ei.runner.spec.mem_bytes for ei in self.kernels)
   def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
     """Submits the batch; at DEBUG>=2 or with PROFILE it is timed to completion (as an eager kernel is), else not timed."""
     timed = DEBUG >= 2 or bool(PROFILE)
@@ -87,9 +89,13 @@ class GraphBatch:
     st = time.perf_counter()
     self.graph(inputs, var_vals)
     for d in devs: d.synchronize()
-    et = time.perf_counter() - st if timed else 0.0
-    kernels = [ei for ei in self.items if ei.runner is not None]
-    for ei in kernels: ei.runner.record(et / len(kernels), len(ei.bufs), jit=True, quiet=True)
+    if not timed:  # the counters, as each kernel's record() would count them, in one step
+      GlobalCounters.kernel_count += len(self.kernels)
+      GlobalCounters.global_ops += self.flops
+      GlobalCounters.global_mem += self.mem_bytes
+      return
+    et = time.perf_counter() - st
+    for ei in self.kernels: ei.runner.record(et / len(self.kernels), len(ei.bufs), jit=True, quiet=True)
     if DEBUG >= 2: print(f"*** {_device_of(self.items[0])[:7]:7s} {GlobalCounters.kernel_count:4d} {'batched ' + str(len(self.items)):46s} "
                          f"tm {et * 1e6:9.2f}us/{GlobalCounters.time_sum_s * 1e3:9.2f}ms")
 
