@@ -315,6 +315,7 @@ class HCQGraph:
     self.signals = {d: d.new_signal("graph") for d in self.devices}
     starts = [UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64) for i in range(len(self.devices))]
     self.queues = {}
+    self.timings: list[tuple[HCQCompiled, str, HCQSignal, HCQSignal]] = []  # with PROFILE: each call's timestamps
     for d in self.devices:  # every device waits for what was submitted to all of them before: earlier batches write what this one reads
       q = d.compute_queue()
       for other, start in zip(self.devices, starts): q.wait(other.timeline_signal, start)
@@ -335,8 +336,10 @@ class HCQGraph:
         args = ei.runner.prg.kernel_args(tuple(arg(b) for b in ei.bufs), tuple(ei.var_vals[v.arg[0]] for v in spec.vars))
         for j, v in enumerate(spec.vars):  # renamed so that no name of the graph's own (input0, graph_base, ...) can clash
           if v.arg[0] in variables: args[len(ei.bufs) + j] = v.replace(arg=(f"var:{v.arg[0]}", *v.arg[1:]))
-        q.exec(ei.runner.prg, args, spec.global_size, spec.local_size)
-      else: q.copy(arg(ei.bufs[0]), arg(ei.bufs[1]), ei.bufs[0].nbytes)
+        self._timed(dev, q, ei.runner.prg.name, lambda: q.exec(ei.runner.prg, args, spec.global_size, spec.local_size))
+      else:
+        what = f"copy {ei.bufs[0].nbytes} B {ei.bufs[1].device} -> {ei.bufs[0].device}"
+        self._timed(dev, q, what, lambda: q.copy(arg(ei.bufs[0]), arg(ei.bufs[1]), ei.bufs[0].nbytes))
       count[dev] += 1
       if len(self.devices) > 1: q.signal(self.signals[dev], self.base + count[dev])  # what other devices wait for
       writer[id(ei.bufs[0].base)] = (dev, count[dev])
@@ -347,6 +350,14 @@ class HCQGraph:
         if other is not d and count[other]: self.queues[d].wait(self.signals[other], self.base + count[other])
       self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0
+  def _timed(self, dev: HCQCompiled, q: HWQueue, name: str, command: Callable[[], Any]) -> None:
+    """Queue `command`, between timestamps of signals of its own when PROFILE was on at capture."""
+    if not PROFILE: return command()
+    start, end = dev.new_signal("graph timing"), dev.new_signal("graph timing")
+    q.timestamp(start)
+    command()
+    q.timestamp(end)
+    self.timings.append((dev, name, start, end))
   def __call__(self, inputs: list, user_vals: dict[str, int] | None = None) -> None:
     var_vals: dict[str, Any] = {f"var:{k}": v for k, v in (user_vals or {}).items()}
     var_vals.update({f"input{k}": b._buf for k, b in enumerate(inputs)})
@@ -358,3 +369,6 @@ class HCQGraph:
       except Exception:  # nothing of this replay reached the rest: give back their timeline values, or synchronize would wait for them
         for rest in self.devices[i:]: rest.timeline_value -= 1
         raise
+    if self.timings:  # the replay's events, once its timestamps are written
+      for d in self.devices: d.synchronize()
+      profile_events.extend(ProfileEvent(d.device, name, start.timestamp, end.timestamp) for d, name, start, end in self.timings)

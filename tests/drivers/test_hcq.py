@@ -120,6 +120,25 @@ def test_profile_records_kernels(tmp_path):
   assert new and all(e.end_us >= e.start_us and e.device == "CPU" for e in new)
 
 @pytest.mark.parametrize("name", DEVICES)
+def test_profile_records_each_kernel_of_a_jit_replay(name):
+  """A graph captured under PROFILE stamps each of its kernels: every replay adds one event per kernel, in order,
+  each ending before the next starts (one queue)."""
+  from tg import Tensor, TinyJit
+  with Context(PROFILE=1):
+    @TinyJit
+    def step(x):
+      y = (x + 1).contiguous()
+      z = (y * y).contiguous()
+      return (z - x).realize()
+    for i in range(4):
+      before = len(profile_events)
+      out = step(Tensor(np.full(32, float(i), np.float32), device=name).realize())
+      new = [e for e in profile_events[before:] if e.device == Device[name].device]
+  assert out.tolist() == [(3 + 1) ** 2 - 3] * 32
+  assert len(new) == 3 and all(e.start_us <= e.end_us for e in new), new
+  assert all(a.end_us <= b.start_us for a, b in zip(new, new[1:])), new
+
+@pytest.mark.parametrize("name", DEVICES)
 def test_jit_replay_is_one_command_buffer(name):
   from tg import Tensor, TinyJit
   dev = Device[name]

@@ -131,13 +131,13 @@ def ran(ei, seconds: float) -> None:
   """One kernel or copy of the current schedule ran (in `seconds`: 0 when it wasn't timed)."""
   row = {"schedule": capture.schedules - 1, "time_s": seconds, "bufs": [capture.buffer_id(b) for b in ei.bufs], "mem_used": GlobalCounters.mem_used,
          "event": None}
-  if len(profile_events) > capture.events_seen:  # PROFILE times a run to completion, so its event is the newest
-    capture.events_seen = len(profile_events)
-    row["event"] = capture.events_seen - 1 - capture.first_event
   if ei.runner is None:
     dest, src = ei.bufs
     row.update(kind="copy", name=f"copy {dest.nbytes} B {src.device} -> {dest.device}", device=dest.device, program=None, outs=1)
   else:
     row.update(kind="kernel", name=ei.runner.spec.name, device=ei.runner.device, program=capture.program_of.get(ei.runner),
                outs=len(ei.runner.spec.outs))
+  # PROFILE times a run to completion, so its event is the newest (events of JIT replays in between belong to no run)
+  if len(profile_events) > capture.events_seen and profile_events[-1].name == row["name"]: row["event"] = len(profile_events) - 1 - capture.first_event
+  capture.events_seen = len(profile_events)
   capture.runs.append(row)
