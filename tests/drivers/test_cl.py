@@ -110,6 +110,14 @@ def test_build_errors_show_the_build_log_and_timing_uses_profiling():
     (Tensor(np.ones(1 << 16, np.float32), device="CL") * 2).realize()
     assert GlobalCounters.time_sum_s > before  # measured by the runtime's profiling events
 
+def test_profile_puts_kernels_on_the_timeline():
+  """PROFILE on a device that isn't queue-driven: each kernel an event lasting what the runtime's profiling measured."""
+  from drivers.hcq import profile_events
+  before = len(profile_events)
+  with Context(PROFILE=1): (Tensor(np.ones(1 << 16, np.float32), device="CL") * 2).realize()
+  (event,) = [e for e in profile_events[before:] if e.device == Device["CL"].device]
+  assert event.name.startswith("E_") and 0 < event.end_us - event.start_us < 10e6
+
 def test_missing_devices_say_why():
   with pytest.raises(DeviceUnavailable, match=r"CL unavailable: CL:7 asked for, OpenCL reports \d+ device"): Device["CL:7"]
   with Context(DEV="MOCK+CL"), pytest.raises(DeviceUnavailable, match=r"CL unavailable: libOpenCL\.so .*not found"):

@@ -26,3 +26,12 @@ def test_a_device_fault_while_loading_a_program_is_raised_not_retried(monkeypatc
   assert len(compiles) == 1
   monkeypatch.setattr(dev, "runtime", real_runtime)
   assert (Tensor([1.0, 2.0]) * 7.5).tolist() == [7.5, 15.0]
+
+def test_profile_records_kernels_of_devices_that_time_them_alone():
+  """A device without HCQ queues (NULL here; CL, WEBGPU, CUDA) gets an event per kernel, on the host's clock."""
+  from drivers.hcq import profile_events
+  from ir.switches import Context
+  before = len(profile_events)
+  with Context(PROFILE=1): (Tensor.ones(8, device="NULL").contiguous() * 2).realize()
+  new = [e for e in profile_events[before:] if e.device == "NULL"]
+  assert [e.name[:2] for e in new] == ["E_"] * len(new) and new and all(e.start_us <= e.end_us for e in new)
