@@ -84,6 +84,7 @@ class Lowerer:
     self.width = k.full_shape[self.vec_axis] if self.vec_axis is not None else 1
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
+    self.topo_memo: dict[UOp, list[UOp]] = {}  # _value's walk of a node: the same for every index it is lowered at
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
@@ -381,7 +382,9 @@ class Lowerer:
     """The UOp computing `node` at index `at` (unrolled axes are constants in `at`); a reduction computed by tensor
     cores reads element `tc_elem` of its accumulator."""
     memo: dict[UOp, UOp] = {}
-    for n in node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node):
+    if (order := self.topo_memo.get(node)) is None:
+      order = self.topo_memo[node] = node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node)
+    for n in order:
       if n.op is Ops.LOAD and len(n.src) == 3: memo[n] = self._gather(n, at, memo[n.src[2]])
       elif n.op is Ops.LOAD:
         idx, valid = self._index(n.src[1], at)
