@@ -95,15 +95,16 @@ class System:
   def close(self, fd: int) -> None:
     if TRACE_IOCTL: trace.log(f"close fd {fd} ({self.paths.pop(fd, '?')})")
     self._close(fd)
-  def ioctl(self, fd: int, name: str, request: int, arg) -> int:
-    """ioctl(fd, request, arg); OSError naming the request and errno on failure."""
+  def ioctl(self, fd: int, name: str, request: int, arg, params=None) -> int:
+    """ioctl(fd, request, arg); OSError naming the request and errno on failure. `params`: what a pointer inside
+    `arg` points to (RM's parameter structs), traced too."""
     if not TRACE_IOCTL: return self._ioctl(fd, name, request, arg)
     head = f"ioctl fd {fd} ({self.paths.get(fd, '?')}) {name} {request:#x}"
     try: ret = self._ioctl(fd, name, request, arg)
     except OSError as e:
-      trace.log(f"{head} {trace.decode(arg)} -> {trace.failure(e)}")
+      trace.log(f"{head} {trace.decode_call(arg, params)} -> {trace.failure(e)}")
       raise
-    trace.log(f"{head} {trace.decode(arg)} -> {ret}")
+    trace.log(f"{head} {trace.decode_call(arg, params)} -> {ret}")
     return ret
   def mmap(self, addr: int, size: int, prot: int, flags: int, fd: int, offset: int) -> int:
     if not TRACE_IOCTL: return self._mmap(addr, size, prot, flags, fd, offset)

@@ -25,6 +25,10 @@ def decode(value, depth: int = MAX_DEPTH) -> str:
     return "{" + ", ".join(f"{name}={decode(getattr(value, name), depth - 1)}" for name, _ in t.fields) + "}"
   return repr(value)
 
+def decode_call(arg, params=None) -> str:
+  """An ioctl's argument, and after it the parameters one of its pointers leads to (RM's), as the call left them."""
+  return decode(arg) + ("" if params is None else f" params {decode(params)}")
+
 def _array(value, t, depth: int) -> str:
   """chars as a string, bytes as hex, other entries decoded up to the last that isn't all zero (at most MAX_ITEMS)."""
   if t.item.cname == "char": return repr(_ffi.string(value))

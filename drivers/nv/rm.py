@@ -29,8 +29,8 @@ class RMClient:
     except ValueError as e: raise RMError(str(e)) from None
     self.client = self.alloc(0, nv.NV01_ROOT_CLIENT)
 
-  def escape(self, fd: int, nr: int, struct: str, arg, name: str) -> None:
-    try: self.sys.ioctl(fd, name, self.abi.escape(nr, struct), arg)
+  def escape(self, fd: int, nr: int, struct: str, arg, name: str, params=None) -> None:
+    try: self.sys.ioctl(fd, name, self.abi.escape(nr, struct), arg, params)
     except OSError as e: raise OSError(e.errno, f"{e.strerror} with {struct} {self.abi.describe(arg)}") from None
 
   def alloc(self, parent: int, cls: int, params=None, params_type: str | None = None) -> int:
@@ -39,7 +39,7 @@ class RMClient:
     arg = self.abi.new("NVOS21_PARAMETERS", hRoot=root, hObjectParent=parent, hClass=cls,
                        pAllocParms=self.abi.address(params) if params is not None else 0,
                        paramsSize=self.abi.sizeof(params_type) if params_type else 0)
-    self.escape(self.ctl, nv.NV_ESC_RM_ALLOC, "NVOS21_PARAMETERS", arg, "NV_ESC_RM_ALLOC")
+    self.escape(self.ctl, nv.NV_ESC_RM_ALLOC, "NVOS21_PARAMETERS", arg, "NV_ESC_RM_ALLOC", params)
     _check(arg.status, f"RM_ALLOC of class {cls:#x} under {parent:#x}", self.abi.describe(params) if params is not None else "")
     return arg.hObjectNew
 
@@ -51,7 +51,7 @@ class RMClient:
     params = self.abi.new(params_type, **fields)
     arg = self.abi.new("NVOS54_PARAMETERS", hClient=self.client, hObject=obj, cmd=cmd, params=self.abi.address(params),
                        paramsSize=self.abi.sizeof(params_type))
-    self.escape(self.ctl, nv.NV_ESC_RM_CONTROL, "NVOS54_PARAMETERS", arg, "NV_ESC_RM_CONTROL")
+    self.escape(self.ctl, nv.NV_ESC_RM_CONTROL, "NVOS54_PARAMETERS", arg, "NV_ESC_RM_CONTROL", params)
     _check(arg.status, f"RM control {cmd:#x} on {obj:#x}", f"{params_type} {self.abi.describe(params)}")
     return params
 

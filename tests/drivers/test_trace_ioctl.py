@@ -59,6 +59,9 @@ def test_nv_model_trace_is_what_the_model_saw(capfd):
   assert traced == seen and len(seen) > 20
   assert "NV_ESC_CHECK_VERSION_STR 0xc04846d2 nv_ioctl_rm_api_version_t {cmd=0x32, reply=0x1, versionString=b'570.172.08'} -> 0" in err
   assert re.search(r"NV_ESC_RM_ALLOC 0x[0-9a-f]+ NVOS21_PARAMETERS \{hRoot=0x0, hObjectParent=0x0, hObjectNew=0x[0-9a-f]+, hClass=0x41, .*status=0x0\} -> 0", err)
+  # the parameter structs RM's pointers lead to, as the call left them
+  assert re.search(r"NV_ESC_RM_ALLOC 0x[0-9a-f]+ NVOS21_PARAMETERS \{[^}]*hClass=0x2080, [^}]*\} params NV2080_ALLOC_PARAMETERS \{subDeviceId=0x0\} -> 0", err)
+  assert re.search(r"NV_ESC_RM_CONTROL 0x[0-9a-f]+ NVOS54_PARAMETERS \{[^}]*cmd=0x800201, [^}]*\} params NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS \{numClasses=0x[1-9a-f][0-9a-f]*, ", err)
   assert re.search(r"^TRACE_IOCTL mmap fd \d+ \(/dev/nvidia0\) addr 0x0 size 0x10000 prot R\|W flags SHARED offset 0x0 -> 0x[0-9a-f]+$", err, re.M)
 
 def test_amd_model_trace_decodes_kfd_structs(capfd):
