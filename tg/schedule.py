@@ -17,6 +17,7 @@ from ir.dtype import dtypes
 from ir.helpers import prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, STORED_ZEROS, TRANSCENDENTAL, ZERO_PRESERVING
 from ir.switches import SPLIT_REDUCEOP
+from ir import tracing
 from ir.pattern import substitute
 from ir.shapetracker import ShapeTracker, is_symbolic, strides_for_shape
 from ir.uop import UOp, all_int, map_args, smax, sprod
@@ -143,12 +144,22 @@ def _rewrite_reductions(targets: list[UOp]) -> tuple[list[UOp], dict[UOp, UOp]]:
   for n in UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]:
     src = tuple(new[x] for x in n.src)
     rebuilt = n if all(a is b for a, b in zip(src, n.src)) else UOp(n.op, n.dtype, src, n.arg)
-    new[n] = (factor_sum(rebuilt) or _split(rebuilt)) if rebuilt.op is Ops.REDUCE_AXIS and dtypes.is_float(n.dtype) else rebuilt
+    new[n] = rebuilt
+    if rebuilt.op is Ops.REDUCE_AXIS and dtypes.is_float(n.dtype):
+      if (factored := factor_sum(rebuilt)) is not None: new[n] = _reported(rebuilt, factored, factor_sum)
+      else: new[n] = _reported(rebuilt, _split(rebuilt), split_reduce)
   return [new[t] for t in targets], {k: v for k, v in new.items() if k is not v}
+
+def _reported(before: UOp, after: UOp, rule) -> UOp:
+  """`after`, told to a watching tracer (VIZ) as a rewrite of `before` by `rule` when it differs."""
+  if after is not before and tracing.tracer is not None: tracing.tracer.rewrite(before, after, [rule])
+  return after
 
 class Scheduler:
   def __init__(self, targets: list[UOp]):
+    tracing.stage("graph", targets)
     targets, self.replaced = _rewrite_reductions(targets)
+    tracing.stage("reductions", targets)
     self.targets = targets
     self.order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort()[:-1]
     self.position = {u: i for i, u in enumerate(self.order)}
@@ -223,7 +234,9 @@ class Scheduler:
     self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
     for old, new in self.replaced.items():  # nodes of the caller's graph that were rewritten (split reductions)
       if new in self.becomes: self.becomes[old] = self.becomes[new]
-    return _order(_merge_sibling_reductions(self.items)), self.becomes
+    items = _order(_merge_sibling_reductions(self.items))
+    tracing.stage("kernels", items)
+    return items, self.becomes
 
   def _schedule_root(self, u: UOp) -> None:
     if sprod(u.shape) == 0 and u.op is not Ops.ASSIGN:

@@ -12,6 +12,7 @@ from ir.switches import DEBUG, SCACHE
 from ir.uop import UOp
 from drivers.device import Buffer
 from tg.schedule import ScheduleItem, Scheduler, rebind, unbind
+from tg.viz import capture as viz
 
 MAX_ENTRIES = 512
 
@@ -53,7 +54,7 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
   order = sink.toposort()
   unbound, var_vals = unbind(sink, order)
   if unbound: order = unbound[sink].toposort()
-  items, becomes = _schedule(order[-1], order)
+  with viz.scheduling(): items, becomes = _schedule(order[-1], order)  # VIZ watches the scheduler's stages
   if unbound: becomes = {node: rebind(becomes[new], var_vals) for node, new in unbound.items() if new in becomes}
   for it in items: it.var_vals = dict(var_vals)
   return items, becomes, var_vals

@@ -10,7 +10,7 @@ from ir.uop import UOp
 from ir.dtype import dtypes
 from codegen.program import get_program
 from drivers.device import Device
-from tg import Tensor, Context, realize
+from tg import Tensor, Context, realize, schedule_cache
 from tg.viz import capture as viz, document, trace_file
 from tg.viz.server import make_server
 import threading
@@ -22,6 +22,7 @@ def recorded():
   """A small computation (a padded convolution, then a sum) run under VIZ on the CPU; yields its document."""
   viz.capture.clear()
   realize._runners.clear()  # kernels compiled before VIZ was on have no recorded steps
+  schedule_cache._cache.clear()  # nor do schedules the scheduler made before
   with Context(VIZ=1, PROFILE=1, DEV="CPU"):
     x = Tensor(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), device="CPU")
     y = x.conv2d(Tensor.ones(1, 1, 3, 3, device="CPU"), padding=1).relu().sum()
@@ -64,6 +65,31 @@ def test_codegen_steps_match_what_codegen_produces(recorded):
   assert steps["lower"]["info"]["uops"] == len(spec.uops)
   assert steps["optimize"]["info"]["applied opts"] == (", ".join(map(str, spec.applied_opts)) or "none")
   assert f"{spec.name}:" in steps["compile"]["text"]  # the assembly defines the kernel's symbol
+
+def test_scheduler_steps_are_recorded_per_schedule(recorded):
+  """Each schedule run keeps the scheduler's steps: the tensor graph, the graph after its reductions were rewritten,
+  and one line per kernel or copy it made (as many as ran)."""
+  doc, _ = recorded
+  tg = doc["tg"]
+  assert len(tg["schedule_steps"]) == tg["schedules"]
+  for n, steps in enumerate(tg["schedule_steps"]):
+    if not steps: continue  # a schedule-cache hit: the scheduler didn't run
+    assert [s["name"] for s in steps] == ["scheduler graph", "scheduler reductions", "scheduler kernels"]
+    assert steps[0]["graph"]["nodes"] and steps[1]["graph"]["nodes"]
+    ran = [r for r in tg["runs"] if r["schedule"] == n]
+    assert len(steps[2]["text"].splitlines()) == steps[2]["info"]["items"] == len(ran)
+    assert [line.split()[1] for line in steps[2]["text"].splitlines()] == [r["kind"] for r in ran]
+  assert any(tg["schedule_steps"])
+
+def test_scheduler_rewrites_name_the_rule():
+  """A constant factor pulled out of a float sum is a rewrite of the scheduler's, shown with its rule."""
+  viz.capture.clear()
+  schedule_cache._cache.clear()
+  with Context(VIZ=1, DEV="CPU"): assert (Tensor(np.arange(8, dtype=np.float32), device="CPU") * 3).sum().item() == 84
+  steps = {s["name"]: s for s in document()["tg"]["schedule_steps"][-1]}
+  viz.capture.clear()
+  fired = steps["scheduler reductions"]["fired"]
+  assert any("factor_sum" in rule for rule in fired) and steps["scheduler reductions"]["rewrite_count"] >= 1, fired
 
 def test_rewrites_name_the_rules_that_fired(recorded):
   doc, _ = recorded

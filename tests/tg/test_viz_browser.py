@@ -1,6 +1,6 @@
 """The VIZ page in a real headless browser (Debian's chromium; .ci/run installs it): the kernel list, a codegen step's
 graph and the timeline render, 10k kernels stay a virtualized list that loads quickly, and a screenshot is kept."""
-import copy, json, re, shutil, subprocess, threading, time
+import copy, json, re, shutil, subprocess, threading, time, urllib.parse
 import pytest
 from tests.tg.test_viz import recorded  # noqa: F401 (the fixture: a small computation recorded under VIZ)
 from tg.viz import trace_file
@@ -31,7 +31,7 @@ def marks(dom: str) -> dict[str, str]:
   """What the page says it rendered (main.js writes it into #rendered)."""
   found = re.search(r'<div id="rendered"[^>]*>([^<]*)</div>', dom)
   assert found, dom[:2000]
-  return dict(kv.split("=", 1) for kv in found[1].split())
+  return {k: urllib.parse.unquote(v) for k, v in (kv.split("=", 1) for kv in found[1].split())}
 
 def test_page_renders_kernels_a_step_and_the_timeline(recorded, tmp_path):  # noqa: F811
   doc, _ = recorded
@@ -49,6 +49,16 @@ def test_page_renders_kernels_a_step_and_the_timeline(recorded, tmp_path):  # no
   browse(doc, f"kernel={last}&step=lower", tmp_path / "profile", f"--screenshot={shot}")
   assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   print(f"VIZ screenshot: {shot}")
+
+def test_a_schedule_step_of_the_scheduler_renders(recorded, tmp_path):  # noqa: F811
+  doc, _ = recorded
+  last = len(doc["tg"]["runs"]) - 1
+  steps = doc["tg"]["schedule_steps"][doc["tg"]["runs"][last]["schedule"]]
+  assert steps, "the fixture's schedule was made by the scheduler (not taken from its cache)"
+  dom, _ = browse(doc, f"kernel={last}&step=scheduler%20graph", tmp_path / "profile", "--dump-dom")
+  seen = marks(dom)
+  assert "error" not in seen, seen
+  assert seen["step"] == "scheduler graph" and seen["graphnodes"] == str(len(steps[0]["graph"]["nodes"]))
 
 def test_ten_thousand_kernels_stay_responsive(recorded, tmp_path):  # noqa: F811
   doc, _ = recorded

@@ -6,6 +6,7 @@ import contextlib, linecache, os, weakref
 from collections import Counter
 from typing import Any, Callable, Iterator
 from ir import tracing
+from ir.dtype import dtypes
 from ir.ops import Ops, ALU
 from ir.switches import VIZ
 from ir.uop import UOp
@@ -49,6 +50,41 @@ def op_counts(ast: UOp) -> dict[str, int]:
 def _step(name: str, graph: dict | None = None, text: str | None = None, info: dict | None = None) -> dict:
   return {"name": name, "graph": graph, "text": text, "info": info or {}, "fired": {}, "rewrites": [], "rewrite_count": 0}
 
+def _with_rewrites(step: dict, pending: list[tuple[UOp, UOp, list[Callable]]]) -> dict:
+  """`step` with the rewrites made during it: how often each rule fired, and the first few before/after graphs."""
+  fired: Counter = Counter()
+  for before, after, fns in pending:
+    names = [rule_name(f) for f in fns]
+    fired.update(names)
+    if len(step["rewrites"]) < MAX_REWRITES_KEPT:
+      step["rewrites"].append({"rules": names, "before": graph_of(before.toposort()), "after": graph_of(after.toposort()),
+                               "text": f"{before!r}  ->  {after!r}"[:MAX_TITLE_CHARS]})
+  step["fired"], step["rewrite_count"] = dict(fired.most_common()), len(pending)
+  return step
+
+class ScheduleTrace:
+  """One call of the scheduler (tg/schedule.py reports to it as the ir.tracing Tracer): the tensor graph, the graph
+  after its reductions were rewritten (factored sums, split reductions), and the kernels and copies it became."""
+  def __init__(self):
+    self.steps: list[dict] = []
+    self.pending: list[tuple[UOp, UOp, list[Callable]]] = []
+  def rewrite(self, before: UOp, after: UOp, fired: list[Callable]) -> None: self.pending.append((before, after, list(fired)))
+  def stage(self, name: str, result: Any) -> None:
+    if name in ("graph", "reductions"):
+      nodes = UOp(Ops.SINK, dtypes.void, tuple(result)).toposort()
+      step = _step(f"scheduler {name}", graph_of(nodes), info={"nodes": len(nodes)})
+    else: step = _step(f"scheduler {name}", text="\n".join(_item_line(i, it) for i, it in enumerate(result)), info={"items": len(result)})
+    self.steps.append(_with_rewrites(step, self.pending))
+    self.pending = []
+
+def _item_line(i: int, item) -> str:
+  """One schedule item: a copy, or a kernel's outputs, inputs and op counts."""
+  shapes = [f"{b.dtype.name}[{b.size}]" for b in item.bufs]
+  if item.ast.op is Ops.COPY: return f"{i:4d} copy {shapes[0]} <- {item.bufs[1].device}"
+  outs = len(item.ast.src) if item.ast.op is Ops.SINK else 1
+  ops = " ".join(f"{k}x{v}" for k, v in op_counts(item.ast).items())
+  return f"{i:4d} kernel {', '.join(shapes[:outs])} <- {', '.join(shapes[outs:]) or 'nothing'}: {ops}"
+
 class ProgramTrace:
   """One compiled kernel. Codegen reports to it (it is the ir.tracing Tracer while the kernel compiles): the stages
   and, between them, the graph rewrites with the rules that fired."""
@@ -63,16 +99,8 @@ class ProgramTrace:
     if name == "optimize":  # each candidate starts over: the last get_program is the kernel that runs
       self.candidates += 1
       del self.steps[1:]
-    step = getattr(self, f"_{name}")(result)
-    fired: Counter = Counter()
-    for before, after, fns in self.pending:
-      names = [rule_name(f) for f in fns]
-      fired.update(names)
-      if len(step["rewrites"]) < MAX_REWRITES_KEPT:
-        step["rewrites"].append({"rules": names, "before": graph_of(before.toposort()), "after": graph_of(after.toposort()),
-                                 "text": f"{before!r}  ->  {after!r}"[:MAX_TITLE_CHARS]})
-    step["fired"], step["rewrite_count"], self.pending = dict(fired.most_common()), len(self.pending), []
-    self.steps.append(step)
+    self.steps.append(_with_rewrites(getattr(self, f"_{name}")(result), self.pending))
+    self.pending = []
   def _optimize(self, k) -> dict:
     self.shape = tuple(k.full_shape)
     axes = "\n".join(f"axis {i}: {s} {t.name}" for i, (s, t) in enumerate(zip(k.full_shape, k.axis_types)))
@@ -99,6 +127,8 @@ class Capture:
     self.buffers: list[dict] = []
     self.buffer_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Buffer (base) -> index in buffers
     self.schedules = 0
+    self.schedule_steps: list[list[dict]] = []  # per schedule run: the scheduler's steps (none for a schedule-cache hit)
+    self.scheduled: ScheduleTrace | None = None   # the last scheduler call, until its schedule runs
     self.first_event = self.events_seen = len(profile_events)  # the timeline starts here: earlier PROFILE events aren't this recording's
   def buffer_id(self, buf) -> int:
     base = buf.base
@@ -120,12 +150,28 @@ def compiling(device: str, ast: UOp) -> Iterator[ProgramTrace | None]:
   try: yield trace
   finally: tracing.tracer = previous
 
+@contextlib.contextmanager
+def scheduling() -> Iterator[None]:
+  """While VIZ is on, the scheduler called in this block reports its stages to a ScheduleTrace, kept for the next
+  schedule to run."""
+  if not VIZ:
+    yield
+    return
+  trace, previous = ScheduleTrace(), tracing.tracer
+  tracing.tracer = trace
+  try: yield
+  finally: tracing.tracer = previous
+  capture.scheduled = trace
+
 def add_program(trace: ProgramTrace, runner) -> None:
   trace.compiled(runner.spec, runner.lib, runner.dev.compiler)
   capture.program_of[runner] = len(capture.programs)
   capture.programs.append(trace)
 
-def schedule_started() -> None: capture.schedules += 1
+def schedule_started() -> None:
+  capture.schedules += 1
+  capture.schedule_steps.append(capture.scheduled.steps if capture.scheduled is not None else [])
+  capture.scheduled = None
 
 def ran(ei, seconds: float) -> None:
   """One kernel or copy of the current schedule ran (in `seconds`: 0 when it wasn't timed)."""

@@ -1,5 +1,5 @@
 """The viewer's web server (stdlib http.server, bound to 127.0.0.1 only): the page and its scripts from this package's
-static/ folder, and the recording as JSON, a kernel's rewrite steps fetched only when the page opens that kernel."""
+static/ folder, and the recording as JSON, a kernel's (and its schedule's) steps fetched only when the page opens it."""
 from __future__ import annotations
 import http.server, json, os, re
 from ir.switches import VIZ_PORT
@@ -12,7 +12,7 @@ class Viewer:
   """The answers to the page's requests, for one recording."""
   def __init__(self, doc: dict, source: str):
     tg = doc["tg"]
-    self.steps = tg["steps"]
+    self.steps, self.schedule_steps = tg["steps"], tg.get("schedule_steps", [])  # files saved before the scheduler's steps have none
     self.kernels = _json({"source": source, "programs": tg["programs"], "runs": tg["runs"], "buffers": tg["buffers"], "schedules": tg["schedules"]})
     self.timeline = _json(doc["traceEvents"])
     self.trace = _json(doc)
@@ -25,6 +25,8 @@ class Viewer:
     if path == "/api/timeline": return 200, "application/json", self.timeline
     if path == "/api/trace": return 200, "application/json", self.trace
     if (m := re.fullmatch(r"/api/program/(\d+)", path)) and int(m[1]) < len(self.steps): return 200, "application/json", _json(self.steps[int(m[1])])
+    if (m := re.fullmatch(r"/api/schedule/(\d+)", path)):
+      return 200, "application/json", _json(self.schedule_steps[int(m[1])] if int(m[1]) < len(self.schedule_steps) else [])
     if path.startswith("/static/") and (file := self.files.get(path[len("/static/"):])):
       with open(file, "rb") as f: return 200, CONTENT_TYPES.get(os.path.splitext(file)[1], "application/octet-stream"), f.read()
     return 404, "text/plain; charset=utf-8", f"not found: {path}".encode()

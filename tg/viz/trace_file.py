@@ -48,7 +48,7 @@ def document(capture: Capture, events) -> dict:
   programs = [p.summary for p in capture.programs]
   return {"traceEvents": timeline_events(events, capture.runs, programs), "displayTimeUnit": "ns",
           "tg": {"version": FORMAT_VERSION, "programs": programs, "steps": [p.steps for p in capture.programs],
-                 "runs": capture.runs, "buffers": capture.buffers, "schedules": capture.schedules}}
+                 "schedule_steps": capture.schedule_steps, "runs": capture.runs, "buffers": capture.buffers, "schedules": capture.schedules}}
 
 def default_path() -> str: return os.path.join(tempfile.gettempdir(), DEFAULT_NAME)
 
@@ -73,7 +73,7 @@ def load(path: str) -> dict:
   if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
     raise ValueError(f"{path} is not a VIZ file or Chrome trace: it has no traceEvents list")
   tg = doc.get("tg")
-  if tg is None: doc["tg"] = {"version": FORMAT_VERSION, "programs": [], "steps": [], "runs": [], "buffers": [], "schedules": 0}
+  if tg is None: doc["tg"] = {"version": FORMAT_VERSION, "programs": [], "steps": [], "schedule_steps": [], "runs": [], "buffers": [], "schedules": 0}
   elif not isinstance(tg, dict) or tg.get("version") != FORMAT_VERSION:
     raise ValueError(f"{path}: its tg data is not VIZ format version {FORMAT_VERSION}")
   return doc

@@ -2,11 +2,11 @@
 // neighbourhood and codegen steps, and draws the timeline. Marks what it rendered in #rendered (read by tg's tests).
 "use strict";
 const $ = id => document.getElementById(id);
-const state = {data: null, shown: [], selected: -1, programs: new Map(), step: null, marks: {}};
+const state = {data: null, shown: [], selected: -1, programs: new Map(), schedules: new Map(), step: null, marks: {}};
 
 function mark(key, value) {
   state.marks[key] = value;
-  $("rendered").textContent = Object.entries(state.marks).map(([k, v]) => `${k}=${v}`).join(" ");
+  $("rendered").textContent = Object.entries(state.marks).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join(" ");
   document.body.dataset[key] = value;
 }
 const fmtSeconds = s => s >= 1 ? `${s.toFixed(3)} s` : s >= 1e-3 ? `${(s * 1e3).toFixed(3)} ms` : `${(s * 1e6).toFixed(1)} us`;
@@ -82,7 +82,8 @@ function showStep(name) {
     mark("step", name); mark("graphnodes", svg ? g.nodes.length : 0);
     return;
   }
-  const steps = state.programs.get(state.data.runs[state.selected].program), step = steps.find(s => s.name === name);
+  const run = state.data.runs[state.selected];
+  const steps = name.startsWith("scheduler ") ? state.schedules.get(run.schedule) : state.programs.get(run.program), step = steps.find(s => s.name === name);
   for (const [k, v] of Object.entries(step.info)) { const d = document.createElement("div"); d.className = "kv"; d.textContent = `${k}: ${v}`; info.appendChild(d); }
   if (step.rewrite_count) {
     const h = document.createElement("div"); h.textContent = `${step.rewrite_count} graph rewrites; rules fired:`; info.appendChild(h);
@@ -113,20 +114,22 @@ async function select(index, stepName) {
   const pos = state.shown.indexOf(index);
   if (pos >= 0) state.list.scrollTo(pos);
   $("kernel-info").textContent = kernelInfo(run);
-  let names = ["schedule"];
+  if (!state.schedules.has(run.schedule)) state.schedules.set(run.schedule, await getJSON(`/api/schedule/${run.schedule}`));
+  let names = ["schedule", ...state.schedules.get(run.schedule).map(s => s.name)];
   if (run.program != null) {
     if (!state.programs.has(run.program)) state.programs.set(run.program, await getJSON(`/api/program/${run.program}`));
     names = names.concat(state.programs.get(run.program).map(s => s.name));
   }
   const nav = $("steps"); nav.textContent = "";
   for (const n of names) { const b = document.createElement("button"); b.textContent = n; b.onclick = () => { showStep(n); writeHash(); }; nav.appendChild(b); }
-  showStep(names.includes(stepName) ? stepName : names.includes(state.step) ? state.step : names[names.length > 1 ? 1 : 0]);
+  const codegen = names.find(n => n !== "schedule" && !n.startsWith("scheduler "));  // a kernel opens on its first codegen step
+  showStep(names.includes(stepName) ? stepName : names.includes(state.step) ? state.step : codegen ?? names[0]);
   writeHash(); mark("selected", index);
   if (state.timeline) mark("highlighted", state.timeline.highlight(index) ? index : "none");
 }
 
-function writeHash() { history.replaceState(null, "", `#kernel=${state.selected}&step=${state.step}`); }
-function readHash() { return Object.fromEntries(location.hash.slice(1).split("&").filter(Boolean).map(kv => kv.split("="))); }
+function writeHash() { history.replaceState(null, "", `#kernel=${state.selected}&step=${encodeURIComponent(state.step)}`); }
+function readHash() { return Object.fromEntries(location.hash.slice(1).split("&").filter(Boolean).map(kv => kv.split("=").map(decodeURIComponent))); }
 
 async function main() {
   const [data, events] = await Promise.all([getJSON("/api/kernels"), getJSON("/api/timeline")]);
