@@ -146,6 +146,9 @@ class System:
     what their process shares by it). The real kernel's modules serve for the life of the process."""
     return self
   def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
+  def usb_backend(self):
+    """The pyusb backend USB drivers go through: None is pyusb's default (libusb)."""
+    return None
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     """PCI functions from sysfs, optionally only one vendor's."""
     out = []
@@ -159,9 +162,10 @@ class System:
 real_system = System()
 
 def system_for(interface: str) -> System:
-  """The System a driver uses for a DEV interface: "" for the real one, "MOCK" for the software models."""
+  """The System a driver uses for a DEV interface: "" for the real one, "MOCK" (and "MOCKUSB", whose USB devices are
+  models too) for the software models."""
   if interface in ("", "PCI"): return real_system
-  if interface == "MOCK":
+  if interface in ("MOCK", "MOCKUSB"):
     from drivers.mock import mock_system
     return mock_system
-  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, PCI)")
+  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, MOCKUSB, PCI)")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Every device tg knows, whether it opens here, and what it is (or why not): NV GPUs with their ids, the kernel
-module's version and the architecture; AMD GPUs in KFD's topology; OpenCL devices; the WebGPU adapter; the host CPU. Runs on the software models
+module's version and the architecture; AMD GPUs in KFD's topology; OpenCL devices; the WebGPU adapter; the host CPU;
+the ASM24xx USB-to-PCIe bridges and the PCIe function behind each (scripts/usb_scan.py). Runs on the software models
 too: `DEV=MOCK+NV MOCKGPU_COUNT=2 python3 scripts/list_devices.py`, `DEV=MOCK+AMD python3 scripts/list_devices.py amd`."""
 from __future__ import annotations
 import argparse, os, sys
@@ -88,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
   for name, ok, lines in rows:
     print(f"{name:{width}s}  {ok:5s}  {lines[0] if lines else ''}")
     for line in lines[1:]: print(f"{'':{width}s}         {line}")
+  if not args.devices:  # USB-attached GPUs: what sits behind each ASM24xx bridge
+    from usb_scan import bridge_lines
+    interface = next((t.interface for t in parse_targets(DEV.value) if t.interface in ("MOCK", "MOCKUSB")), "") if DEV.value else ""
+    print("USB-to-PCIe bridges:" + "".join(f"\n  {line}" for line in bridge_lines(interface)))
   try: default = Device.DEFAULT
   except DeviceUnavailable as e: default = f"none ({e})"
   print(f"Device.DEFAULT: {default}")

@@ -45,6 +45,7 @@ class MockSystem(System):
     self.files: dict[int, tuple[DeviceModel, Any]] = {}
     self.mappings: dict[int, tuple[DeviceModel, Any]] = {}  # address -> the model (and file) that mapped it
     self._next_fd = 1 << 20  # far from real descriptors
+    self.usb_devices: list = []  # modelled USB devices (drivers/mock/usb); a bridge with a GPU behind it by default
   def register(self, prefix: str, model: DeviceModel) -> None:
     self.models[prefix] = model
     model.system = self
@@ -92,6 +93,11 @@ class MockSystem(System):
   def _munmap(self, addr: int, size: int) -> None:
     if (mapped := self.mappings.pop(addr, None)) is None: return super()._munmap(addr, size)
     mapped[0].munmap(mapped[1], addr, size)
+  def usb_backend(self):
+    from drivers.mock.usb.asm24 import default_bridge
+    from drivers.mock.usb.backend import ModelBackend
+    if not self.usb_devices: self.usb_devices.append(default_bridge())
+    return ModelBackend(self.usb_devices)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
   def read_text(self, path: str) -> str:

@@ -1,0 +1,27 @@
+"""scripts/usb_scan.py (and list_devices' bridge section) on the bridge model: the bridge's USB ids, product and
+firmware, and the function behind it as its own config space says, read through the bridge; --help works."""
+import os, re, subprocess, sys
+from drivers.mock.usb.asm24 import ASM24Model, default_bridge
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+def run(script: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, f"scripts/{script}", *args], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=300)
+
+def test_the_modelled_bridge_and_its_gpu_are_listed():
+  out = run("usb_scan.py", DEV="MOCKUSB+AMD")
+  assert out.returncode == 0, out.stderr
+  gpu = default_bridge().functions[(1, 0, 0)]
+  ids, rev_class = gpu.config_read(0, 4), gpu.config_read(8, 4)
+  assert re.search(rf"^usb 1-1 {ASM24Model.vendor:04x}:{ASM24Model.product:04x} {re.escape(ASM24Model.strings[1])} firmware 1\.01$", out.stdout, re.M), out.stdout
+  assert f"PCIe 1:00.0: {ids & 0xFFFF:04x}:{ids >> 16:04x} AMD class {rev_class >> 8:06x} rev {rev_class & 0xFF:02x}" in out.stdout
+
+def test_list_devices_shows_the_bridges_and_why_amd_over_usb_doesnt_open():
+  out = run("list_devices.py", DEV="MOCKUSB+AMD")
+  assert out.returncode == 0, out.stderr
+  assert re.search(r"^USB-to-PCIe bridges:\n  usb 1-1 174c:2464 .*\n    PCIe 1:00.0: 1002:744c", out.stdout, re.M), out.stdout
+  assert re.search(r"^AMD\s+no\s+AMD unavailable: the MOCKUSB interface needs the AM driver", out.stdout, re.M), out.stdout
+
+def test_help():
+  out = run("usb_scan.py", "--help")
+  assert out.returncode == 0 and "DEV=MOCKUSB+AMD" in out.stdout
