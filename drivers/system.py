@@ -146,6 +146,10 @@ class System:
     what their process shares by it). The real kernel's modules serve for the life of the process."""
     return self
   def listdir(self, path: str) -> list[str]: return sorted(os.listdir(path)) if os.path.isdir(path) else []
+  def pci_driver(self, address: str) -> str:
+    """The kernel driver bound to PCI function `address` ("" if none)."""
+    link = f"/sys/bus/pci/devices/{address}/driver"
+    return os.path.basename(os.path.realpath(link)) if os.path.islink(link) else ""
   def usb_backend(self):
     """The pyusb backend USB drivers go through: None is pyusb's default (libusb)."""
     return None

@@ -100,6 +100,7 @@ class MockSystem(System):
     return ModelBackend(self.usb_devices)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
     return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
+  def pci_driver(self, address: str) -> str: return ""  # the models' functions are bound to no kernel driver
   def read_text(self, path: str) -> str:
     try: model = self._model(path)
     except OSError: raise OSError(errno.ENOENT, f"{path}: not modelled") from None

@@ -1,23 +1,39 @@
 """A PCI(e) function's model: its 4 KiB configuration space with the type-0 header (vendor, device, class, command
 and memory BARs that size themselves as the PCI Local Bus spec 3.0 section 6.2.5.1 says: writing all ones reads
-back the size mask) and the memory behind its BARs."""
+back the size mask; bits 3:0 are read-only type flags) and what is behind each BAR: memory, or registers a device
+model answers."""
 from __future__ import annotations
 import struct
+from dataclasses import dataclass
+from typing import Protocol
 
 VENDOR_ID, DEVICE_ID, COMMAND, REVISION_CLASS, HEADER_TYPE, BAR0 = 0x00, 0x02, 0x04, 0x08, 0x0E, 0x10
 COMMAND_MEMORY = 1 << 1  # memory space enable: BARs decode only with it set
-BAR_64BIT_PREFETCHABLE = 0xC
+BAR_64BIT, BAR_PREFETCHABLE = 0x4, 0x8
 PAGE = 4096  # a request of up to 4 bytes at a 4-byte-aligned dword never crosses one
 
+class Registers(Protocol):
+  """What answers the requests to a register BAR (offsets from the BAR's start)."""
+  def read(self, offset: int, size: int) -> bytes: ...
+  def write(self, offset: int, data: bytes) -> None: ...
+
+@dataclass
+class Bar:
+  size: int
+  wide: bool = True                  # 64 bits (two BAR registers), prefetchable memory; else 32-bit, not prefetchable
+  registers: Registers | None = None  # None: plain memory
+  @property
+  def flags(self) -> int: return BAR_64BIT | BAR_PREFETCHABLE if self.wide else 0
+
 class PCIFunction:
-  """`bars`: the size of each 64-bit prefetchable memory BAR (BAR0/1, BAR2/3, ...)."""
-  def __init__(self, vendor: int, device: int, class_code: int, revision: int = 0, bars: tuple[int, ...] = ()):
+  """`bars`: BAR index -> Bar (a 64-bit BAR takes index and index + 1)."""
+  def __init__(self, vendor: int, device: int, class_code: int, revision: int = 0, bars: dict[int, Bar] | None = None):
     self.config = bytearray(4096)
     struct.pack_into("<HH", self.config, VENDOR_ID, vendor, device)
     struct.pack_into("<I", self.config, REVISION_CLASS, class_code << 8 | revision)
-    self.bar_sizes = bars
-    self.pages: dict[tuple[int, int], bytearray] = {}  # (BAR, page): the BARs' memory, made as it is written (a GPU's is large)
-    for i in range(len(bars)): struct.pack_into("<I", self.config, BAR0 + 8 * i, BAR_64BIT_PREFETCHABLE)
+    self.bars = bars or {}
+    self.pages: dict[tuple[int, int], bytearray] = {}  # (BAR, page): memory BARs, made as they are written (a GPU's is large)
+    for i, bar in self.bars.items(): struct.pack_into("<I", self.config, BAR0 + 4 * i, bar.flags)
 
   def config_read(self, offset: int, size: int) -> int: return int.from_bytes(self.config[offset:offset + size], "little")
 
@@ -25,29 +41,39 @@ class PCIFunction:
     for k in range(size):  # byte by byte, as byte enables select them
       at, byte = offset + k, value >> (8 * k) & 0xFF
       if at < 4 or REVISION_CLASS <= at < REVISION_CLASS + 4 or at == HEADER_TYPE: continue  # read-only registers
-      bar = (at - BAR0) // 4
-      if 0 <= bar < 2 * len(self.bar_sizes):
-        size_mask = ~(self.bar_sizes[bar // 2] - 1) & 0xFFFFFFFFFFFFFFFF
-        word = bar // 2 * 8 + BAR0
-        old = int.from_bytes(self.config[word:word + 8], "little")
-        shift = 8 * (at - word)
-        new = (old & ~(0xFF << shift) | byte << shift) & size_mask | BAR_64BIT_PREFETCHABLE  # low bits: flags, read-only
-        self.config[word:word + 8] = new.to_bytes(8, "little")
-      else: self.config[at] = byte
+      if (hit := self._bar_at(at)) is None:
+        self.config[at] = byte
+        continue
+      i, bar = hit
+      start, width = BAR0 + 4 * i, 8 if bar.wide else 4
+      old = int.from_bytes(self.config[start:start + width], "little")
+      shift = 8 * (at - start)
+      new = (old & ~(0xFF << shift) | byte << shift) & ~(bar.size - 1) & ((1 << 8 * width) - 1) | bar.flags
+      self.config[start:start + width] = new.to_bytes(width, "little")
 
-  def bar_address(self, i: int) -> int: return int.from_bytes(self.config[BAR0 + 8 * i:BAR0 + 8 * i + 8], "little") & ~0xF
+  def _bar_at(self, at: int) -> tuple[int, Bar] | None:
+    """The BAR whose register(s) hold config byte `at`."""
+    for i, bar in self.bars.items():
+      if BAR0 + 4 * i <= at < BAR0 + 4 * i + (8 if bar.wide else 4): return i, bar
+    return None
+
+  def bar_address(self, i: int) -> int:
+    width = 8 if self.bars[i].wide else 4
+    return int.from_bytes(self.config[BAR0 + 4 * i:BAR0 + 4 * i + width], "little") & ~0xF
 
   def decode(self, address: int, size: int) -> tuple[int, int] | None:
     """(BAR, offset in it) that a memory request of `size` bytes at `address` reaches, or None."""
     if not self.config_read(COMMAND, 2) & COMMAND_MEMORY: return None
-    for i, n in enumerate(self.bar_sizes):
+    for i, bar in self.bars.items():
       base = self.bar_address(i)
-      if base and base <= address and address + size <= base + n: return i, address - base
+      if base and base <= address and address + size <= base + bar.size: return i, address - base
     return None
 
   def read(self, bar: int, offset: int, size: int) -> bytes:
+    if (regs := self.bars[bar].registers) is not None: return regs.read(offset, size)
     page = self.pages.get((bar, offset // PAGE))
     return bytes(size) if page is None else bytes(page[offset % PAGE:offset % PAGE + size])
   def write(self, bar: int, offset: int, data: bytes) -> None:
+    if (regs := self.bars[bar].registers) is not None: return regs.write(offset, data)
     page = self.pages.setdefault((bar, offset // PAGE), bytearray(PAGE))
     page[offset % PAGE:offset % PAGE + len(data)] = data

@@ -96,6 +96,14 @@ class ASM24Bridge:
   def mem_read(self, address: int, size: int = 4) -> int: return self.request(MEM_READ64, address, None, size)
   def mem_write(self, address: int, value: int, size: int = 4) -> None: self.request(MEM_WRITE64, address, value, size)
 
+class BridgedFunction:
+  """The PCI function at bus:dev.fn behind a bridge (drivers/amd/pci_gpu.py's PCIAccess)."""
+  def __init__(self, bridge: ASM24Bridge, bus: int = 1, dev: int = 0, fn: int = 0): self.bridge, self.where = bridge, (bus, dev, fn)
+  def config_read(self, offset: int, size: int = 4) -> int: return self.bridge.config_read(*self.where, offset, size)
+  def config_write(self, offset: int, value: int, size: int = 4) -> None: self.bridge.config_write(*self.where, offset, value, size)
+  def mem_read(self, address: int, size: int = 4) -> int: return self.bridge.mem_read(address, size)
+  def mem_write(self, address: int, value: int, size: int = 4) -> None: self.bridge.mem_write(address, value, size)
+
 def _config_address(bus: int, dev: int, fn: int, offset: int) -> int:
   """A configuration request's address: bus, device, function and register (PCIe base spec 2.2.6.2)."""
   if not (0 <= bus < 256 and 0 <= dev < 32 and 0 <= fn < 8 and 0 <= offset < 4096): raise ValueError(f"no config register {bus}:{dev}.{fn} +{offset:#x}")

@@ -1,4 +1,4 @@
-"""scripts/usb_scan.py (and list_devices' bridge section) on the bridge model: the bridge's USB ids, product and
+"""scripts/usb_scan.py, amd_pci_scan.py and list_devices' bridge section on the bridge model: the bridge's USB ids, product and
 firmware, and the function behind it as its own config space says, read through the bridge; --help works."""
 import os, re, subprocess, sys
 from drivers.mock.usb.asm24 import ASM24Model, default_bridge
@@ -25,3 +25,12 @@ def test_list_devices_shows_the_bridges_and_why_amd_over_usb_doesnt_open():
 def test_help():
   out = run("usb_scan.py", "--help")
   assert out.returncode == 0 and "DEV=MOCKUSB+AMD" in out.stdout
+
+def test_amd_pci_scan_lists_the_gpu_behind_the_bridge_with_its_ip_versions():
+  from drivers.mock.amd.pci_gpu import NAVI31_IPS
+  out = run("amd_pci_scan.py", DEV="MOCKUSB+AMD")
+  assert out.returncode == 0, out.stderr
+  assert "usb 1-1 bridge 174c:2464: GPU 1002:744c, BAR0 256 MiB 64-bit, BAR2 2 MiB 64-bit, BAR5 1 MiB, 24576 MiB video memory" in out.stdout, out.stdout
+  listed = dict(re.findall(r"^  (\w+)\s+(\d+\.\d+\.\d+) ", out.stdout, re.M))
+  assert listed == {name: ".".join(map(str, v)) for name, v in NAVI31_IPS.values()}
+  assert run("amd_pci_scan.py", "--help").returncode == 0

@@ -113,6 +113,6 @@ class ASM24Model(ModelDevice):
     self.xdata[TLP_STATUS] = 0x2
 
 def default_bridge() -> ASM24Model:
-  """A bridge with an RDNA3 GPU behind its downstream port (bus 1, device 0): a Radeon RX 7900 XTX's PCI ids
-  (1002:744c, display controller), 256 MiB BAR0 (video memory aperture) and 2 MiB BAR2 (doorbells)."""
-  return ASM24Model({(1, 0, 0): PCIFunction(0x1002, 0x744C, 0x038000, 0xC8, bars=(256 << 20, 2 << 20))})
+  """A bridge with an RDNA3 GPU behind its downstream port (bus 1, device 0), as drivers/mock/amd/pci_gpu.py models it."""
+  from drivers.mock.amd.pci_gpu import AMDPCIGPU
+  return ASM24Model({(1, 0, 0): AMDPCIGPU().function})

@@ -6,7 +6,7 @@ import errno, struct
 import numpy as np
 import pytest
 import usb.core
-from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, PCIFunction
+from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFunction
 from drivers.mock.usb.asm24 import ASM24Model
 from drivers.mock.usb.backend import ModelBackend
 from drivers.usb import asm24
@@ -17,7 +17,7 @@ BAR0_BYTES, BAR2_BYTES = 16 << 20, 2 << 20
 
 @pytest.fixture
 def bridge():
-  gpu = PCIFunction(0x1002, 0x744C, 0x038000, 0xC8, bars=(BAR0_BYTES, BAR2_BYTES))
+  gpu = PCIFunction(0x1002, 0x744C, 0x038000, 0xC8, bars={0: Bar(BAR0_BYTES), 2: Bar(BAR2_BYTES), 5: Bar(1 << 20, wide=False)})
   model = ASM24Model({(1, 0, 0): gpu})
   (dev,) = find_bridges(ModelBackend([model]))
   return ASM24Bridge(dev), model, gpu
@@ -56,6 +56,8 @@ def test_bars_size_themselves_and_memory_round_trips(bridge):
   assert bytes(gpu.read(0, 0, 64)) == bytes(ref)
   assert [b.mem_read(base + at, 4) for at in range(0, 64, 4)] == list(struct.unpack("<16I", ref))
   assert b.mem_read(base + 5, 2) == int.from_bytes(ref[5:7], "little")
+  b.config_write(1, 0, 0, BAR0 + 4 * 5, 0xFFFFFFFF)  # a 32-bit, non-prefetchable BAR sizes itself in one register
+  assert b.config_read(1, 0, 0, BAR0 + 4 * 5) == (~((1 << 20) - 1)) & 0xFFFFFFFF
   with pytest.raises(ValueError, match="within one dword"): b.mem_read(base + 3, 2)
 
 def test_a_missing_function_is_an_unsupported_request(bridge):

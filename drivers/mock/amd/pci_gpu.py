@@ -1,0 +1,62 @@
+"""An AMD GPU as a PCI function with no kernel driver bound, as tg's AM driver first meets it: BAR0 the video memory
+aperture, BAR2 the doorbells, BAR5 the registers (amdgpu_device.c amdgpu_device_init: rmmio is BAR 5 on SOC15
+parts). Before any firmware is loaded a driver can read the video memory size (RCC_CONFIG_MEMSIZE, in MiB), see that
+the boot firmware finished (MP0_SMN_C2PMSG_33 bit 31) and read video memory through MM_INDEX/MM_INDEX_HI/MM_DATA,
+where the IP discovery binary lies 64 KiB below the top (amdgpu_discovery.c amdgpu_discovery_read_binary_from_mem;
+the layouts are include/discovery.h's)."""
+from __future__ import annotations
+import struct
+from drivers.mock.pci_function import Bar, PCIFunction
+
+# register dword offsets in BAR5 (amdgpu_discovery.c)
+MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
+BOOT_DONE = 1 << 31
+DISCOVERY_TMR_OFFSET = 64 << 10
+# discovery.h
+BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE, TOTAL_TABLES = 0x28211407, 0x53445049, 6
+# soc15_hw_ip.h hardware ids -> the (major, minor, revision) a Navi31 (gfx1100) reports, as the versions amdgpu's
+# amdgpu_discovery.c amdgpu_discovery_set_*_ip_blocks switch on for it; and the register segment bases the model puts them at
+NAVI31_IPS = {11: ("GC", (11, 0, 0)), 42: ("SDMA0", (6, 0, 0)), 43: ("SDMA1", (6, 0, 0)), 255: ("MP0", (13, 0, 0)), 1: ("MP1", (13, 0, 0)),
+              108: ("NBIF", (4, 3, 0)), 41: ("HDP", (6, 0, 0)), 34: ("MMHUB", (3, 0, 0)), 35: ("ATHUB", (3, 0, 0)),
+              40: ("OSSSYS", (6, 0, 0)), 4: ("SMUIO", (13, 0, 6)), 150: ("UMC", (8, 10, 0)), 12: ("VCN", (4, 0, 0))}
+
+def discovery_binary(ips: dict[int, tuple[str, tuple[int, int, int]]]) -> bytes:
+  """The IP discovery binary of one die with `ips` (hw_id -> (name, version)): a v1 binary header, a v3 IP discovery
+  table (ip_v3 entries, one 32-bit base address each), byte-sum checksums as amdgpu_discovery_verify_checksum takes them."""
+  entries = b"".join(struct.pack("<HBBBBBBI", hw_id, 0, 1, *version, 0, 0x1000 * (k + 1)) for k, (hw_id, (_, version)) in enumerate(ips.items()))
+  die = struct.pack("<HH", 0, len(ips)) + entries
+  header_size = struct.calcsize("<IHHIH") + 16 * 4 + 2
+  table_at = 0x40
+  die_at = table_at + header_size
+  table = struct.pack("<IHHIH", DISCOVERY_TABLE_SIGNATURE, 3, header_size + len(die), DISCOVERY_TABLE_SIGNATURE, 1)
+  table += struct.pack("<HH", 0, die_at) + bytes(4 * 15) + bytes(2) + die
+  size = table_at + len(table)
+  tables = [(table_at, sum(table) & 0xFFFF, len(table))] + [(0, 0, 0)] * (TOTAL_TABLES - 1)
+  head = struct.pack("<IHH", BINARY_SIGNATURE, 1, 0)
+  rest = struct.pack("<H", size) + b"".join(struct.pack("<HHHH", o, c, n, 0) for o, c, n in tables)
+  body = rest + bytes(table_at - len(head) - 2 - len(rest)) + table
+  return head + struct.pack("<H", sum(body) & 0xFFFF) + body
+
+class AMDPCIGPU:
+  """The registers behind BAR5 and the video memory they reach (sparse: only what was written exists)."""
+  def __init__(self, vram_mib: int = 24 << 10, ips=NAVI31_IPS):
+    self.vram_mib, self.vram, self.regs = vram_mib, {}, {RCC_CONFIG_MEMSIZE: vram_mib, MP0_SMN_C2PMSG_33: BOOT_DONE}
+    self.write_vram((vram_mib << 20) - DISCOVERY_TMR_OFFSET, discovery_binary(ips))
+    self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20), 2: Bar(2 << 20), 5: Bar(1 << 20, wide=False, registers=self)})
+
+  def write_vram(self, pos: int, data: bytes) -> None:
+    for i, byte in enumerate(data): self.vram[pos + i] = byte
+  def _indexed(self) -> int: return (self.regs.get(MM_INDEX_HI, 0) << 31 | self.regs.get(MM_INDEX, 0) & 0x7FFFFFFF)
+
+  # ---- BAR5 (Registers)
+  def read(self, offset: int, size: int) -> bytes:
+    reg = offset // 4
+    if reg == MM_DATA: value = int.from_bytes(bytes(self.vram.get(self._indexed() + i, 0) for i in range(4)), "little")
+    else: value = self.regs.get(reg, 0)
+    return value.to_bytes(4, "little")[offset % 4:offset % 4 + size]
+  def write(self, offset: int, data: bytes) -> None:
+    reg = offset // 4
+    old = bytearray(self.read(reg * 4, 4))
+    old[offset % 4:offset % 4 + len(data)] = data
+    if reg == MM_DATA: self.write_vram(self._indexed(), bytes(old))
+    else: self.regs[reg] = int.from_bytes(old, "little")

@@ -1,0 +1,71 @@
+"""AMD GPUs as PCI functions: those on this machine's PCI buses (address, device id, BARs, the kernel driver bound)
+and those behind ASM24xx USB bridges (BAR sizes, video memory, and the IP blocks with their versions from the IP
+discovery table the boot firmware left in video memory, read through the bridge). Works on the model too:
+
+  python3 scripts/amd_pci_scan.py
+  DEV=MOCKUSB+AMD python3 scripts/amd_pci_scan.py     # the modelled bridge with an RDNA3 GPU behind it
+Switches: DEV (its interface picks the system: MOCKUSB for the models)."""
+from __future__ import annotations
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import usb.core
+from ir.switches import DEV
+from ir.target import parse_targets
+from drivers.amd.discovery import DiscoveryError
+from drivers.amd.pci_gpu import PCIGPU, bar_size
+from drivers.system import system_for
+from drivers.usb.asm24 import ASM24Bridge, BridgedFunction, PCIeError, find_bridges
+from drivers.usb.bulk_only import USBError
+from script_help import exit_on_help
+
+AMD = 0x1002
+
+def pci_lines(system) -> list[str]:
+  """The AMD display functions in sysfs, with their memory BARs (from the `resource` file) and bound driver."""
+  lines = []
+  for d in system.pci_devices(AMD):
+    if d.pci_class >> 16 != 0x03: continue  # display controllers only
+    bars = []
+    try:
+      for i, row in enumerate(system.read_text(f"/sys/bus/pci/devices/{d.address}/resource").splitlines()[:6]):
+        start, end, _ = (int(x, 16) for x in row.split())
+        if end: bars.append(f"BAR{i} {start:#x} ({(end - start + 1) >> 20} MiB)" if end - start + 1 >= 1 << 20 else f"BAR{i} {start:#x} ({end - start + 1} B)")
+    except OSError: bars.append("BARs unreadable")
+    lines.append(f"pci {d.address} {AMD:04x}:{d.device:04x} driver {system.pci_driver(d.address) or 'none'}: {', '.join(bars)}")
+  return lines or ["no AMD display function on the PCI buses"]
+
+def bars_text(fn: BridgedFunction) -> str:
+  """The sizes of a GPU's BARs 0 (video memory), 2 (doorbells) and 5 (registers), read by sizing them."""
+  parts = []
+  for i in (0, 2, 5):
+    size, wide = bar_size(fn, i)
+    if size: parts.append(f"BAR{i} {size >> 20} MiB{' 64-bit' if wide else ''}" if size >= 1 << 20 else f"BAR{i} {size} B")
+  return ", ".join(parts)
+
+def usb_lines(system) -> list[str]:
+  """Each bridge's GPU: BAR sizes, video memory and IP versions."""
+  try: bridges = find_bridges(system.usb_backend())
+  except usb.core.NoBackendError: return ["USB: pyusb finds no libusb"]
+  lines = []
+  for d in bridges:
+    where = f"usb {d.bus}-{d.address} bridge {d.idVendor:04x}:{d.idProduct:04x}"
+    try:
+      fn = BridgedFunction(ASM24Bridge(d))
+      ids = fn.config_read(0)
+      if ids & 0xFFFF != AMD:
+        lines.append(f"{where}: behind it {ids & 0xFFFF:04x}:{ids >> 16:04x}, not an AMD GPU")
+        continue
+      gpu = PCIGPU(fn)
+      lines.append(f"{where}: GPU {AMD:04x}:{ids >> 16:04x}, {bars_text(fn)}, {gpu.vram_bytes >> 20} MiB video memory")
+      lines += [f"  {ip.name:7s} {'.'.join(map(str, ip.version)):9s} instance {ip.instance}, registers at {', '.join(hex(b) for b in ip.bases)}" for ip in gpu.discovery()]
+    except (USBError, usb.core.USBError, PCIeError, DiscoveryError, TimeoutError) as e: lines.append(f"{where}: {type(e).__name__}: {e}")
+  return lines or ["no ASM24xx USB bridge"]
+
+def main() -> int:
+  system = system_for(parse_targets(DEV.value)[0].interface if DEV.value else "")
+  print("\n".join(pci_lines(system) + usb_lines(system)))
+  return 0
+
+if __name__ == "__main__":
+  exit_on_help(__doc__)
+  sys.exit(main())
