@@ -2,7 +2,7 @@
 `System` (open, ioctl, mmap, sysfs, PCI enumeration); `system_for("MOCK")` gives the software model instead
 (drivers/mock), so the same driver code runs against a model of the kernel interface and the GPU."""
 from __future__ import annotations
-import ctypes.util, os, pathlib
+import ctypes.util, errno, os, pathlib
 from dataclasses import dataclass
 import cffi
 from ir.switches import TRACE_IOCTL
@@ -150,6 +150,26 @@ class System:
     """The kernel driver bound to PCI function `address` ("" if none)."""
     link = f"/sys/bus/pci/devices/{address}/driver"
     return os.path.basename(os.path.realpath(link)) if os.path.islink(link) else ""
+  def pci_config_read(self, address: str, offset: int, size: int = 4) -> int:
+    """Bytes [offset, offset+size) of function `address`'s configuration space (its sysfs `config` file)."""
+    fd = self.open(f"/sys/bus/pci/devices/{address}/config", os.O_RDONLY)
+    try: data = os.pread(fd, size, offset)
+    finally: self.close(fd)
+    if len(data) != size: raise OSError(errno.EIO, f"{address}: config read of {size} bytes at {offset:#x} got {len(data)} (past 64 bytes it needs root)")
+    return int.from_bytes(data, "little")
+  def pci_config_write(self, address: str, offset: int, value: int, size: int = 4) -> None:
+    fd = self.open(f"/sys/bus/pci/devices/{address}/config")
+    try: os.pwrite(fd, value.to_bytes(size, "little"), offset)
+    finally: self.close(fd)
+  def map_bar(self, address: str, i: int):
+    """BAR i of function `address` mapped into this process (its sysfs `resource{i}` file)."""
+    from drivers.pci import MappedBar
+    fd = self.open(f"/sys/bus/pci/devices/{address}/resource{i}")
+    try:
+      size = os.fstat(fd).st_size
+      at = self.mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+    finally: self.close(fd)
+    return MappedBar(memoryview_at(at, size))
   def usb_backend(self):
     """The pyusb backend USB drivers go through: None is pyusb's default (libusb)."""
     return None
@@ -167,9 +187,12 @@ real_system = System()
 
 def system_for(interface: str) -> System:
   """The System a driver uses for a DEV interface: "" for the real one, "MOCK" (and "MOCKUSB", whose USB devices are
-  models too) for the software models."""
+  models too) for the software models, "MOCKPCI" for a machine whose PCI bus has a GPU with no driver bound."""
   if interface in ("", "PCI"): return real_system
   if interface in ("MOCK", "MOCKUSB"):
     from drivers.mock import mock_system
     return mock_system
-  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, MOCKUSB, PCI)")
+  if interface == "MOCKPCI":
+    from drivers.mock import bare_pci_machine
+    return bare_pci_machine()
+  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, MOCKUSB, MOCKPCI, PCI)")

@@ -1,10 +1,12 @@
 """AMD GPUs as PCI functions: those on this machine's PCI buses (address, device id, BARs, the kernel driver bound)
-and those behind ASM24xx USB bridges (BAR sizes, video memory, and the IP blocks with their versions from the IP
-discovery table the boot firmware left in video memory, read through the bridge). Works on the model too:
+and those behind ASM24xx USB bridges (BAR sizes); for each that no driver is using, its video memory and IP blocks
+with their versions from the IP discovery table the boot firmware left in video memory. Works on the models too:
 
   python3 scripts/amd_pci_scan.py
   DEV=MOCKUSB+AMD python3 scripts/amd_pci_scan.py     # the modelled bridge with an RDNA3 GPU behind it
-Switches: DEV (its interface picks the system: MOCKUSB for the models)."""
+  DEV=MOCKPCI+AMD python3 scripts/amd_pci_scan.py     # a modelled machine with an RDNA3 GPU no driver is bound to
+Switches: DEV (its interface picks the system: MOCKUSB or MOCKPCI for the models).
+A function no kernel driver is bound to has its registers read through its sysfs `resource5` (root needed)."""
 from __future__ import annotations
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -12,7 +14,8 @@ import usb.core
 from ir.switches import DEV
 from ir.target import parse_targets
 from drivers.amd.discovery import DiscoveryError
-from drivers.amd.pci_gpu import PCIGPU, bar_size
+from drivers.amd.pci_gpu import PCIGPU
+from drivers.pci import PCIAccess, SysfsFunction, bar_size
 from drivers.system import system_for
 from drivers.usb.asm24 import ASM24Bridge, BridgedFunction, PCIeError, find_bridges
 from drivers.usb.bulk_only import USBError
@@ -31,8 +34,18 @@ def pci_lines(system) -> list[str]:
         start, end, _ = (int(x, 16) for x in row.split())
         if end: bars.append(f"BAR{i} {start:#x} ({(end - start + 1) >> 20} MiB)" if end - start + 1 >= 1 << 20 else f"BAR{i} {start:#x} ({end - start + 1} B)")
     except OSError: bars.append("BARs unreadable")
-    lines.append(f"pci {d.address} {AMD:04x}:{d.device:04x} driver {system.pci_driver(d.address) or 'none'}: {', '.join(bars)}")
+    driver = system.pci_driver(d.address)
+    lines.append(f"pci {d.address} {AMD:04x}:{d.device:04x} driver {driver or 'none'}: {', '.join(bars)}")
+    if not driver: lines += gpu_lines(SysfsFunction(system, d.address))  # nothing else is using it: read its registers
   return lines or ["no AMD display function on the PCI buses"]
+
+def gpu_lines(fn: PCIAccess) -> list[str]:
+  """A bare GPU's video memory and IP blocks, read through its registers."""
+  try:
+    gpu = PCIGPU(fn)
+    return [f"  {gpu.vram_bytes >> 20} MiB video memory"] + \
+           [f"  {ip.name:7s} {'.'.join(map(str, ip.version)):9s} instance {ip.instance}, registers at {', '.join(hex(b) for b in ip.bases)}" for ip in gpu.discovery()]
+  except (OSError, PCIeError, DiscoveryError, TimeoutError) as e: return [f"  {type(e).__name__}: {e}"]
 
 def bars_text(fn: BridgedFunction) -> str:
   """The sizes of a GPU's BARs 0 (video memory), 2 (doorbells) and 5 (registers), read by sizing them."""
@@ -55,10 +68,8 @@ def usb_lines(system) -> list[str]:
       if ids & 0xFFFF != AMD:
         lines.append(f"{where}: behind it {ids & 0xFFFF:04x}:{ids >> 16:04x}, not an AMD GPU")
         continue
-      gpu = PCIGPU(fn)
-      lines.append(f"{where}: GPU {AMD:04x}:{ids >> 16:04x}, {bars_text(fn)}, {gpu.vram_bytes >> 20} MiB video memory")
-      lines += [f"  {ip.name:7s} {'.'.join(map(str, ip.version)):9s} instance {ip.instance}, registers at {', '.join(hex(b) for b in ip.bases)}" for ip in gpu.discovery()]
-    except (USBError, usb.core.USBError, PCIeError, DiscoveryError, TimeoutError) as e: lines.append(f"{where}: {type(e).__name__}: {e}")
+      lines += [f"{where}: GPU {AMD:04x}:{ids >> 16:04x}, {bars_text(fn)}", *gpu_lines(fn)]
+    except (USBError, usb.core.USBError, PCIeError) as e: lines.append(f"{where}: {type(e).__name__}: {e}")
   return lines or ["no ASM24xx USB bridge"]
 
 def main() -> int:

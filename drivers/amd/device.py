@@ -192,7 +192,7 @@ class AMDDevice(HCQCompiled):
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "AMD")
     if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
-    if target.interface in ("USB", "MOCKUSB", "PCI"):  # issue 17
+    if target.interface in ("USB", "MOCKUSB", "PCI", "MOCKPCI"):  # issue 17
       raise DeviceUnavailable(f"AMD unavailable: the {target.interface} interface needs the AM driver, not written yet (scripts/usb_scan.py finds USB bridges)")
     self.system = system_for(target.interface)
     index = int(device.split(":")[1]) if ":" in device else 0

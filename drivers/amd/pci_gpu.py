@@ -3,49 +3,21 @@ on, its BARs placed, registers read and written through BAR5, video memory read 
 and the IP discovery binary read from where the boot firmware left it. What tg's AM driver builds on (issue 17)."""
 from __future__ import annotations
 import struct, time
-from typing import Protocol
 from drivers.amd import discovery
+from drivers.pci import PCIAccess
 
-COMMAND, BAR0, COMMAND_MEMORY = 0x04, 0x10, 1 << 1
 REGISTER_BAR = 5  # amdgpu_device.c amdgpu_device_init: SOC15 GPUs' registers are BAR 5
 # register dword offsets (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
 BOOT_DONE, BOOT_WAIT_S = 1 << 31, 1.0  # amdgpu_discovery_read_binary_from_mem waits up to a second for it
 
-class PCIAccess(Protocol):
-  """One PCI function's configuration space and the memory its BARs decode."""
-  def config_read(self, offset: int, size: int = 4) -> int: ...
-  def config_write(self, offset: int, value: int, size: int = 4) -> None: ...
-  def mem_read(self, address: int, size: int = 4) -> int: ...
-  def mem_write(self, address: int, value: int, size: int = 4) -> None: ...
-
-def bar_size(pci: PCIAccess, i: int) -> tuple[int, bool]:
-  """(size, 64-bit) of BAR i, by writing all ones and reading back the mask (PCI 3.0 6.2.5.1); the BAR is restored."""
-  at = BAR0 + 4 * i
-  old = pci.config_read(at)
-  wide = old & 0x6 == 0x4
-  pci.config_write(at, 0xFFFFFFFF)
-  mask = pci.config_read(at)
-  if wide:
-    old_hi = pci.config_read(at + 4)
-    pci.config_write(at + 4, 0xFFFFFFFF)
-    mask |= pci.config_read(at + 4) << 32
-    pci.config_write(at + 4, old_hi)
-  pci.config_write(at, old)
-  return (~(mask & ~0xF) + 1) & ((1 << (64 if wide else 32)) - 1), wide
-
 class PCIGPU:
-  """`pci`: the function's access; `register_base`: where BAR5 is placed when it isn't yet (behind a bridge no
-  firmware enumerated it)."""
-  def __init__(self, pci: PCIAccess, register_base: int = 0xF000_0000):
-    self.pci = pci
-    if not (base := pci.config_read(BAR0 + 4 * REGISTER_BAR) & ~0xF):
-      pci.config_write(BAR0 + 4 * REGISTER_BAR, base := register_base)
-    self.mmio = base
-    pci.config_write(COMMAND, pci.config_read(COMMAND, 2) | COMMAND_MEMORY, 2)
+  """An AMD GPU through `pci`: its registers are BAR 5."""
+  def __init__(self, pci: PCIAccess):
+    self.pci, self.regs = pci, pci.bar(REGISTER_BAR)
 
-  def reg_read(self, reg: int) -> int: return self.pci.mem_read(self.mmio + 4 * reg)
-  def reg_write(self, reg: int, value: int) -> None: self.pci.mem_write(self.mmio + 4 * reg, value)
+  def reg_read(self, reg: int) -> int: return self.regs.read32(4 * reg)
+  def reg_write(self, reg: int, value: int) -> None: self.regs.write32(4 * reg, value)
 
   def vram_read(self, pos: int, n: int) -> bytes:
     """`n` bytes of video memory at `pos` (4-byte aligned) through the MM_INDEX window (amdgpu_device_mm_access)."""

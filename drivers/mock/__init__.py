@@ -3,7 +3,7 @@ serves (`register(prefix, model)`); opening such a path gives a file descriptor 
 model, which also plays the GPU's command processor. Everything else behaves like a missing device. The vendor
 models in this package are registered on first use."""
 from __future__ import annotations
-import errno, importlib, os
+import errno, functools, importlib, os, re
 from dataclasses import dataclass
 from typing import Any
 from drivers.system import PCIDevice, System, mmap_anonymous
@@ -39,13 +39,16 @@ BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "dr
                   "/dev/kfd": _KFD, "/dev/dri/renderD": _KFD, "/sys/devices/virtual/kfd": _KFD, "/sys/class/drm": _KFD}
 
 class MockSystem(System):
-  def __init__(self):
+  def __init__(self, usb_bridge: bool = True):
+    """usb_bridge: whether the machine has the default modelled USB bridge (with a GPU behind it)."""
     super().__init__()
+    self.usb_bridge = usb_bridge
     self.models: dict[str, DeviceModel] = {}
     self.files: dict[int, tuple[DeviceModel, Any]] = {}
     self.mappings: dict[int, tuple[DeviceModel, Any]] = {}  # address -> the model (and file) that mapped it
     self._next_fd = 1 << 20  # far from real descriptors
     self.usb_devices: list = []  # modelled USB devices (drivers/mock/usb); a bridge with a GPU behind it by default
+    self.pci_functions: dict = {}  # PCI address -> a PCIFunction model (drivers/mock/pci_function.py) with no driver bound
   def register(self, prefix: str, model: DeviceModel) -> None:
     self.models[prefix] = model
     model.system = self
@@ -96,12 +99,23 @@ class MockSystem(System):
   def usb_backend(self):
     from drivers.mock.usb.asm24 import default_bridge
     from drivers.mock.usb.backend import ModelBackend
-    if not self.usb_devices: self.usb_devices.append(default_bridge())
+    if not self.usb_devices and self.usb_bridge: self.usb_devices.append(default_bridge())
     return ModelBackend(self.usb_devices)
   def pci_devices(self, vendor: int | None = None) -> list[PCIDevice]:
-    return [d for m in self.models.values() for d in m.pci if vendor is None or d.vendor == vendor]
+    bare = [PCIDevice(a, f.config_read(0, 2), f.config_read(2, 2), f.config_read(8, 4) >> 8) for a, f in self.pci_functions.items()]
+    return [d for d in [d for m in self.models.values() for d in m.pci] + bare if vendor is None or d.vendor == vendor]
+  def pci_config_read(self, address: str, offset: int, size: int = 4) -> int: return self._function(address).config_read(offset, size)
+  def pci_config_write(self, address: str, offset: int, value: int, size: int = 4) -> None: self._function(address).config_write(offset, value, size)
+  def map_bar(self, address: str, i: int):
+    from drivers.mock.pci_function import ModelBar
+    return ModelBar(self._function(address), i)
+  def _function(self, address: str):
+    if (f := self.pci_functions.get(address)) is None: raise OSError(errno.ENOENT, f"/sys/bus/pci/devices/{address}: no such function in the model")
+    return f
   def pci_driver(self, address: str) -> str: return ""  # the models' functions are bound to no kernel driver
   def read_text(self, path: str) -> str:
+    if (m := re.fullmatch(r"/sys/bus/pci/devices/([\w:.]+)/resource", path)) and m[1] in self.pci_functions:
+      return self.pci_functions[m[1]].resource_file()
     try: model = self._model(path)
     except OSError: raise OSError(errno.ENOENT, f"{path}: not modelled") from None
     return model.read_text(path)
@@ -110,3 +124,11 @@ class MockSystem(System):
     except OSError: return []
 
 mock_system = MockSystem()
+
+@functools.cache
+def bare_pci_machine() -> MockSystem:
+  """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to (DEV=MOCKPCI+...)."""
+  from drivers.mock.amd.pci_gpu import enumerated_gpu
+  system = MockSystem(usb_bridge=False)
+  system.pci_functions["0000:03:00.0"] = enumerated_gpu()
+  return system

@@ -35,9 +35,9 @@ class PCIFunction:
     self.pages: dict[tuple[int, int], bytearray] = {}  # (BAR, page): memory BARs, made as they are written (a GPU's is large)
     for i, bar in self.bars.items(): struct.pack_into("<I", self.config, BAR0 + 4 * i, bar.flags)
 
-  def config_read(self, offset: int, size: int) -> int: return int.from_bytes(self.config[offset:offset + size], "little")
+  def config_read(self, offset: int, size: int = 4) -> int: return int.from_bytes(self.config[offset:offset + size], "little")
 
-  def config_write(self, offset: int, value: int, size: int) -> None:
+  def config_write(self, offset: int, value: int, size: int = 4) -> None:
     for k in range(size):  # byte by byte, as byte enables select them
       at, byte = offset + k, value >> (8 * k) & 0xFF
       if at < 4 or REVISION_CLASS <= at < REVISION_CLASS + 4 or at == HEADER_TYPE: continue  # read-only registers
@@ -77,3 +77,19 @@ class PCIFunction:
     if (regs := self.bars[bar].registers) is not None: return regs.write(offset, data)
     page = self.pages.setdefault((bar, offset // PAGE), bytearray(PAGE))
     page[offset % PAGE:offset % PAGE + len(data)] = data
+
+  def resource_file(self) -> str:
+    """The sysfs `resource` file: "start end flags" of each of the six BARs (a 64-bit BAR's upper register reads as unused)."""
+    rows = []
+    for i in range(6):
+      bar = self.bars.get(i)
+      start = self.bar_address(i) if bar is not None else 0
+      rows.append(f"{start:#018x} {start + bar.size - 1 if bar is not None and start else 0:#018x} {0x200 | bar.flags if bar is not None else 0:#018x}")
+    return "\n".join(rows) + "\n"
+
+class ModelBar:
+  """BAR i of a modelled function as a mapped BAR (drivers/pci.py Bar): accesses go to the function's model, so
+  register side effects (an index/data window) happen as on hardware."""
+  def __init__(self, function: PCIFunction, i: int): self.function, self.i = function, i
+  def read32(self, offset: int) -> int: return int.from_bytes(self.function.read(self.i, offset, 4), "little")
+  def write32(self, offset: int, value: int) -> None: self.function.write(self.i, offset, value.to_bytes(4, "little"))

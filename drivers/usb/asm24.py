@@ -6,6 +6,7 @@ TLP formats and completion statuses are the PCIe base spec's."""
 from __future__ import annotations
 import struct, time
 import usb.core, usb.util
+from drivers.pci import BAR0
 from drivers.usb.bulk_only import BulkOnly
 
 # (vendor, product) of the bridges: ASMedia's own, and tinygrad's usbgpu firmware patch
@@ -21,6 +22,8 @@ INIT_WRITES = ((0x54B, b" "), (0x54E, b"\x04"), (0x5A8, b"\x02"), (0x5F8, b"\x04
 CFG_READ, CFG_WRITE, MEM_READ64, MEM_WRITE64 = 0x04, 0x44, 0x20, 0x60
 COMPLETION_STATUS = {0b001: "Unsupported Request", 0b010: "Configuration Request Retry Status", 0b100: "Completer Abort"}
 TLP_RETRIES, TLP_TIMEOUT_S = 10, 1.0
+COMMAND, COMMAND_MEMORY = 0x04, 1 << 1   # PCI configuration header: the command register, memory space enable
+BAR_WINDOW = 0x10_0000_0000  # 64-bit BARs no firmware placed go here, BAR i at BAR_WINDOW + i * 64 GiB
 
 class PCIeError(RuntimeError):
   """A PCIe request through the bridge failed: the completion's status, or no completion at all."""
@@ -96,13 +99,29 @@ class ASM24Bridge:
   def mem_read(self, address: int, size: int = 4) -> int: return self.request(MEM_READ64, address, None, size)
   def mem_write(self, address: int, value: int, size: int = 4) -> None: self.request(MEM_WRITE64, address, value, size)
 
+class BridgedBar:
+  """A BAR of the function behind a bridge: memory TLPs at its address."""
+  def __init__(self, bridge: ASM24Bridge, base: int): self.bridge, self.base = bridge, base
+  def read32(self, offset: int) -> int: return self.bridge.mem_read(self.base + offset)
+  def write32(self, offset: int, value: int) -> None: self.bridge.mem_write(self.base + offset, value)
+
 class BridgedFunction:
-  """The PCI function at bus:dev.fn behind a bridge (drivers/amd/pci_gpu.py's PCIAccess)."""
+  """The PCI function at bus:dev.fn behind a bridge (a drivers/pci.py PCIAccess). Nothing enumerated it, so
+  `bar` places a BAR that has no address (each in its own 64 GiB slot of BAR_WINDOW) and turns memory decoding on."""
   def __init__(self, bridge: ASM24Bridge, bus: int = 1, dev: int = 0, fn: int = 0): self.bridge, self.where = bridge, (bus, dev, fn)
   def config_read(self, offset: int, size: int = 4) -> int: return self.bridge.config_read(*self.where, offset, size)
   def config_write(self, offset: int, value: int, size: int = 4) -> None: self.bridge.config_write(*self.where, offset, value, size)
-  def mem_read(self, address: int, size: int = 4) -> int: return self.bridge.mem_read(address, size)
-  def mem_write(self, address: int, value: int, size: int = 4) -> None: self.bridge.mem_write(address, value, size)
+  def bar(self, i: int) -> BridgedBar:
+    at = BAR0 + 4 * i
+    low = self.config_read(at)
+    wide = low & 0x6 == 0x4
+    base = (low & ~0xF) | (self.config_read(at + 4) << 32 if wide else 0)
+    if not base:
+      base = BAR_WINDOW + (i << 36) if wide else 0xC000_0000 + (i << 24)  # a 32-bit BAR below 4 GiB
+      self.config_write(at, base & 0xFFFFFFFF)
+      if wide: self.config_write(at + 4, base >> 32)
+    self.config_write(COMMAND, self.config_read(COMMAND, 2) | COMMAND_MEMORY, 2)
+    return BridgedBar(self.bridge, base)
 
 def _config_address(bus: int, dev: int, fn: int, offset: int) -> int:
   """A configuration request's address: bus, device, function and register (PCIe base spec 2.2.6.2)."""

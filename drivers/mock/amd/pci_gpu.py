@@ -6,7 +6,7 @@ where the IP discovery binary lies 64 KiB below the top (amdgpu_discovery.c amdg
 the layouts are include/discovery.h's)."""
 from __future__ import annotations
 import struct
-from drivers.mock.pci_function import Bar, PCIFunction
+from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFunction
 
 # register dword offsets in BAR5 (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
@@ -60,3 +60,13 @@ class AMDPCIGPU:
     old[offset % 4:offset % 4 + len(data)] = data
     if reg == MM_DATA: self.write_vram(self._indexed(), bytes(old))
     else: self.regs[reg] = int.from_bytes(old, "little")
+
+def enumerated_gpu() -> PCIFunction:
+  """A Navi31 as the platform firmware leaves it on a PCI bus: BARs placed, memory decoding on, no driver bound."""
+  fn = AMDPCIGPU().function
+  for i, base in ((0, 0x7C_0000_0000), (2, 0x7C_1000_0000)):
+    fn.config_write(BAR0 + 4 * i, base & 0xFFFFFFFF)
+    fn.config_write(BAR0 + 4 * i + 4, base >> 32)
+  fn.config_write(BAR0 + 4 * 5, 0xFCC0_0000)
+  fn.config_write(COMMAND, COMMAND_MEMORY, 2)
+  return fn

@@ -5,7 +5,8 @@ import struct
 import pytest
 from drivers.amd import discovery, pci_gpu
 from drivers.amd.discovery import DiscoveryError, parse
-from drivers.amd.pci_gpu import PCIGPU, bar_size
+from drivers.amd.pci_gpu import PCIGPU
+from drivers.pci import bar_size
 from drivers.mock.amd.pci_gpu import AMDPCIGPU, MP0_SMN_C2PMSG_33, NAVI31_IPS, discovery_binary
 from drivers.mock.usb.asm24 import ASM24Model
 from drivers.mock.usb.backend import ModelBackend
@@ -62,3 +63,16 @@ def test_a_table_larger_than_its_reservation_is_refused(gpu_behind_bridge):
   fn, model = gpu_behind_bridge
   model.write_vram((model.vram_mib << 20) - discovery.DISCOVERY_TMR_OFFSET + 10, struct.pack("<H", 0xFFFF))
   with pytest.raises(DiscoveryError, match="65535 bytes, more than the 10240 reserved"): PCIGPU(fn).discovery()
+
+def test_a_gpu_with_no_driver_bound_is_read_through_sysfs():
+  """DEV=MOCKPCI's machine: the function's config space and its BAR5 registers through the system seam's sysfs calls."""
+  from drivers.mock import bare_pci_machine
+  from drivers.pci import SysfsFunction
+  system = bare_pci_machine()
+  (dev,) = system.pci_devices(0x1002)
+  assert (dev.address, dev.device, dev.pci_class >> 16) == ("0000:03:00.0", 0x744C, 0x03) and system.pci_driver(dev.address) == ""
+  rows = [tuple(int(x, 16) for x in row.split()) for row in system.read_text(f"/sys/bus/pci/devices/{dev.address}/resource").splitlines()]
+  assert rows[5][1] - rows[5][0] + 1 == 1 << 20 and rows[0][1] - rows[0][0] + 1 == 256 << 20
+  fn = SysfsFunction(system, dev.address)
+  assert bar_size(fn, 5) == (1 << 20, False)
+  assert {ip.name: ip.version for ip in PCIGPU(fn).discovery()} == {name: v for name, v in NAVI31_IPS.values()}

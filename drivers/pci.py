@@ -1,0 +1,48 @@
+"""PCI functions as drivers reach them without a kernel driver of their own: configuration space and BARs. Two
+ways in: the OS's sysfs files (`config`, and `resourceN` mapped into the process) through the system seam, or a
+USB-to-PCIe bridge's TLPs (drivers/usb/asm24.py BridgedFunction). BAR sizing as the PCI Local Bus spec 3.0 section
+6.2.5.1 describes it."""
+from __future__ import annotations
+import struct
+from typing import Protocol
+
+BAR0 = 0x10
+
+class Bar(Protocol):
+  """A mapped BAR: 32-bit reads and writes at byte offsets from its start."""
+  def read32(self, offset: int) -> int: ...
+  def write32(self, offset: int, value: int) -> None: ...
+
+class PCIAccess(Protocol):
+  """One PCI function: its configuration space, and its BARs mapped (placed and decoding where they weren't)."""
+  def config_read(self, offset: int, size: int = 4) -> int: ...
+  def config_write(self, offset: int, value: int, size: int = 4) -> None: ...
+  def bar(self, i: int) -> Bar: ...
+
+def bar_size(pci: PCIAccess, i: int) -> tuple[int, bool]:
+  """(size, 64-bit) of BAR i, by writing all ones and reading back the mask; the BAR is restored."""
+  at = BAR0 + 4 * i
+  old = pci.config_read(at)
+  wide = old & 0x6 == 0x4
+  pci.config_write(at, 0xFFFFFFFF)
+  mask = pci.config_read(at)
+  if wide:
+    old_hi = pci.config_read(at + 4)
+    pci.config_write(at + 4, 0xFFFFFFFF)
+    mask |= pci.config_read(at + 4) << 32
+    pci.config_write(at + 4, old_hi)
+  pci.config_write(at, old)
+  return (~(mask & ~0xF) + 1) & ((1 << (64 if wide else 32)) - 1), wide
+
+class MappedBar:
+  """A BAR mapped into this process (a sysfs resourceN file): loads and stores to its memory."""
+  def __init__(self, view: memoryview): self.view = view
+  def read32(self, offset: int) -> int: return struct.unpack_from("<I", self.view, offset)[0]
+  def write32(self, offset: int, value: int) -> None: struct.pack_into("<I", self.view, offset, value)
+
+class SysfsFunction:
+  """The function at `address` ("0000:03:00.0") through the system's sysfs files."""
+  def __init__(self, system, address: str): self.system, self.address = system, address
+  def config_read(self, offset: int, size: int = 4) -> int: return self.system.pci_config_read(self.address, offset, size)
+  def config_write(self, offset: int, value: int, size: int = 4) -> None: self.system.pci_config_write(self.address, offset, value, size)
+  def bar(self, i: int) -> Bar: return self.system.map_bar(self.address, i)
