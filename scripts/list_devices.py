@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Every device tg knows, whether it opens here, and what it is (or why not): NV GPUs with their ids, the kernel
 module's version and the architecture; AMD GPUs in KFD's topology; OpenCL devices; the WebGPU adapter; the host CPU;
-the ASM24xx USB-to-PCIe bridges and the PCIe function behind each (scripts/usb_scan.py). Runs on the software models
+AMD GPUs on the PCI buses with the driver bound to each (scripts/amd_pci_scan.py); the ASM24xx USB-to-PCIe bridges and
+the PCIe function behind each (scripts/usb_scan.py). Runs on the software models
 too: `DEV=MOCK+NV MOCKGPU_COUNT=2 python3 scripts/list_devices.py`, `DEV=MOCK+AMD python3 scripts/list_devices.py amd`."""
 from __future__ import annotations
 import argparse, os, sys
@@ -9,6 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
 from drivers.device import ALL_DEVICES, DRIVERS, Device, DeviceUnavailable
+from drivers.system import system_for
 
 # the devices Device.DEFAULT never probes, listed after those it does
 OTHERS = [name for name in DRIVERS if name not in ALL_DEVICES]
@@ -89,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
   for name, ok, lines in rows:
     print(f"{name:{width}s}  {ok:5s}  {lines[0] if lines else ''}")
     for line in lines[1:]: print(f"{'':{width}s}         {line}")
-  if not args.devices:  # USB-attached GPUs: what sits behind each ASM24xx bridge
+  if not args.devices:  # GPUs no kernel driver serves: AMD functions on the PCI buses, and what sits behind USB bridges
+    from amd_pci_scan import pci_lines
     from usb_scan import bridge_lines
-    interface = next((t.interface for t in parse_targets(DEV.value) if t.interface in ("MOCK", "MOCKUSB")), "") if DEV.value else ""
+    interface = next((t.interface for t in parse_targets(DEV.value) if t.interface in ("MOCK", "MOCKUSB", "MOCKPCI")), "") if DEV.value else ""
+    print("AMD PCI functions:" + "".join(f"\n  {line}" for line in pci_lines(system_for(interface))))
     print("USB-to-PCIe bridges:" + "".join(f"\n  {line}" for line in bridge_lines(interface)))
   try: default = Device.DEFAULT
   except DeviceUnavailable as e: default = f"none ({e})"

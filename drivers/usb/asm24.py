@@ -17,6 +17,7 @@ XDATA_WINDOW = 0x500000                # the CDB addresses XDATA through this wi
 TLP_FMT_TYPE, TLP_BYTE_ENABLE, TLP_ADDRESS, TLP_ADDRESS_HI, TLP_DATA = 0xB210, 0xB217, 0xB218, 0xB21C, 0xB220
 TLP_COMPLETION, TLP_COMPLETION_DATA, TLP_START, TLP_STATUS = 0xB22A, 0xB284, 0xB254, 0xB296
 TLP_DONE, TLP_ERROR = 0x2, 0x1          # TLP_STATUS bits
+# the XDATA writes tinygrad's usbgpu makes before its first TLP (their meaning isn't documented anywhere public)
 INIT_WRITES = ((0x54B, b" "), (0x54E, b"\x04"), (0x5A8, b"\x02"), (0x5F8, b"\x04"), (0x7EC, b"\x01\x00\x00\x00"), (0xC422, b"\x02"), (0x0, b"\x33"))
 # PCIe TLP fmt/type bytes (PCIe base spec 2.2.1): configuration type 0/1, memory with a 64-bit address
 CFG_READ, CFG_WRITE, MEM_READ64, MEM_WRITE64 = 0x04, 0x44, 0x20, 0x60
