@@ -104,9 +104,9 @@ class Buffer:
     if DEBUG >= 7: print(f"buffer: allocate {self.nbytes} bytes on {self.device}")
     return self
   def __del__(self):
-    if getattr(self, "_base", True) is None and self.is_allocated() and isinstance(self.options, HostMemory):
-      Device[self.device].allocator.unwrap(self._buf)
-    elif getattr(self, "_base", True) is None and self.is_allocated():
+    if getattr(self, "_base", True) is not None or not self.is_allocated(): return  # a view, or never allocated
+    if isinstance(self.options, HostMemory): Device[self.device].allocator.unwrap(self._buf)
+    else:
       GlobalCounters.mem_used -= self.nbytes
       if DEBUG >= 7: print(f"buffer: deallocate {self.nbytes} bytes on {self.device}")
       Device[self.device].allocator.free(self._buf, self.nbytes, self.options)

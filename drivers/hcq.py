@@ -25,7 +25,7 @@ class HCQSignal:
   """value (u64) and timestamp (u64, in ticks of `ticks_per_us`) at `mem` (16 bytes the device can write); `va` is
   where the device's engines see them (None for software engines). `busy(seen)`: whether the engines that write it
   are working now (`seen`: engines already asked, for waits that wait on each other). `idle()` passes the time between
-polls once a wait has spun a while: a short sleep, or a driver's blocking wait for the interrupt its engines raise."""
+  polls once a wait has spun a while: a short sleep, or a driver's blocking wait for the interrupt its engines raise."""
   def __init__(self, mem: np.ndarray, owner: str, name: str = "signal", va: int | None = None, ticks_per_us: int = 1,
                busy: Callable[[frozenset], bool] = lambda seen: False):
     assert mem.dtype == np.uint64 and mem.size >= 2

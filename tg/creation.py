@@ -56,7 +56,8 @@ class CreationMixin:
     """The elements of `shape` (of `dtype`, default float) at host address `ptr`, used in place: nothing is copied and
     the memory stays the caller's, so it must outlive the tensor, and what is written to the tensor lands in it. The
     device must reach host memory directly (CPU; AMD maps the pages on the GPU)."""
-    shape, dt, dev = _shape(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)), to_dtype(dtype) if dtype is not None else dtypes.default_float, _device(device)
+    shape = _shape(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,))
+    dt, dev = to_dtype(dtype) if dtype is not None else dtypes.default_float, _device(device)
     if isinstance(dev, tuple): raise ValueError(f"from_blob makes a tensor on one device, not {dev}")
     if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0: raise ValueError(f"from_blob needs a host address (an int > 0), got {ptr!r}")
     if ptr % dt.itemsize: raise ValueError(f"from_blob: address {ptr:#x} is not aligned to {dt}'s {dt.itemsize} bytes")
