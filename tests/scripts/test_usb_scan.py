@@ -34,7 +34,7 @@ def test_amd_pci_scan_lists_the_gpu_behind_the_bridge_with_its_ip_versions():
   assert out.returncode == 0, out.stderr
   assert "usb 1-1 bridge 174c:2464: GPU 1002:744c, BAR0 256 MiB 64-bit, BAR2 2 MiB 64-bit, BAR5 1 MiB\n  24576 MiB video memory" in out.stdout, out.stdout
   listed = dict(re.findall(r"^  (\w+)\s+(\d+\.\d+\.\d+) ", out.stdout, re.M))
-  assert listed == {name: ".".join(map(str, v)) for name, v in NAVI31_IPS.values()}
+  assert listed == {name: ".".join(map(str, v)) for name, v, _ in NAVI31_IPS.values()}
   assert run("amd_pci_scan.py", "--help").returncode == 0
   bare = run("amd_pci_scan.py", DEV="MOCKPCI+AMD")
   assert bare.returncode == 0 and re.search(r"^pci 0000:03:00.0 1002:744c driver none: BAR0 0x[0-9a-f]+ \(256 MiB\), BAR2 .*BAR5 0x[0-9a-f]+ \(1 MiB\)$", bare.stdout, re.M), bare.stdout

@@ -14,16 +14,20 @@ BOOT_DONE = 1 << 31
 DISCOVERY_TMR_OFFSET = 64 << 10
 # discovery.h
 BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE, TOTAL_TABLES = 0x28211407, 0x53445049, 6
-# soc15_hw_ip.h hardware ids -> the (major, minor, revision) a Navi31 (gfx1100) reports, as the versions amdgpu's
-# amdgpu_discovery.c amdgpu_discovery_set_*_ip_blocks switch on for it; and the register segment bases the model puts them at
-NAVI31_IPS = {11: ("GC", (11, 0, 0)), 42: ("SDMA0", (6, 0, 0)), 43: ("SDMA1", (6, 0, 0)), 255: ("MP0", (13, 0, 0)), 1: ("MP1", (13, 0, 0)),
-              108: ("NBIF", (4, 3, 0)), 41: ("HDP", (6, 0, 0)), 34: ("MMHUB", (3, 0, 0)), 35: ("ATHUB", (3, 0, 0)),
-              40: ("OSSSYS", (6, 0, 0)), 4: ("SMUIO", (13, 0, 6)), 150: ("UMC", (8, 10, 0)), 12: ("VCN", (4, 0, 0))}
+# soc15_hw_ip.h hardware ids -> (name, the (major, minor, revision) a Navi31 (gfx1100) reports, as the versions
+# amdgpu_discovery.c amdgpu_discovery_set_*_ip_blocks switch on for it, register segment base). MP0's base is 0x16000:
+# amdgpu's pre-discovery mmMP0_SMN_C2PMSG_33 (0x16061) is that base plus regMP0_SMN_C2PMSG_33 (0x61, mp_13_0_0_offset.h);
+# the other bases are the model's own layout.
+NAVI31_IPS = {11: ("GC", (11, 0, 0), 0x1000), 42: ("SDMA0", (6, 0, 0), 0x2000), 43: ("SDMA1", (6, 0, 0), 0x3000),
+              255: ("MP0", (13, 0, 0), 0x16000), 1: ("MP1", (13, 0, 0), 0x5000), 108: ("NBIF", (4, 3, 0), 0x6000),
+              41: ("HDP", (6, 0, 0), 0x7000), 34: ("MMHUB", (3, 0, 0), 0x8000), 35: ("ATHUB", (3, 0, 0), 0x9000),
+              40: ("OSSSYS", (6, 0, 0), 0xA000), 4: ("SMUIO", (13, 0, 6), 0xB000), 150: ("UMC", (8, 10, 0), 0xC000),
+              12: ("VCN", (4, 0, 0), 0xD000)}
 
-def discovery_binary(ips: dict[int, tuple[str, tuple[int, int, int]]]) -> bytes:
-  """The IP discovery binary of one die with `ips` (hw_id -> (name, version)): a v1 binary header, a v3 IP discovery
+def discovery_binary(ips: dict[int, tuple[str, tuple[int, int, int], int]]) -> bytes:
+  """The IP discovery binary of one die with `ips` (hw_id -> (name, version, base)): a v1 binary header, a v3 IP discovery
   table (ip_v3 entries, one 32-bit base address each), byte-sum checksums as amdgpu_discovery_verify_checksum takes them."""
-  entries = b"".join(struct.pack("<HBBBBBBI", hw_id, 0, 1, *version, 0, 0x1000 * (k + 1)) for k, (hw_id, (_, version)) in enumerate(ips.items()))
+  entries = b"".join(struct.pack("<HBBBBBBI", hw_id, 0, 1, *version, 0, base) for hw_id, (_, version, base) in ips.items())
   die = struct.pack("<HH", 0, len(ips)) + entries
   header_size = struct.calcsize("<IHHIH") + 16 * 4 + 2
   table_at = 0x40

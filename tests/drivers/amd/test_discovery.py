@@ -36,7 +36,10 @@ def test_each_check_names_what_failed(at, value, message):
   with pytest.raises(DiscoveryError, match=message): parse(bytes(blob))
 
 def test_the_models_builder_agrees_with_the_parser():
-  assert [(ip.hw_id, ip.version) for ip in parse(discovery_binary(NAVI31_IPS))] == [(h, v) for h, (_, v) in NAVI31_IPS.items()]
+  ips = parse(discovery_binary(NAVI31_IPS))
+  assert [(ip.hw_id, ip.version, ip.bases) for ip in ips] == [(h, v, (base,)) for h, (_, v, base) in NAVI31_IPS.items()]
+  mp0 = next(ip for ip in ips if ip.name == "MP0")
+  assert mp0.bases[0] + 0x61 == pci_gpu.MP0_SMN_C2PMSG_33  # where amdgpu reads C2PMSG_33 before it has the table
 
 @pytest.fixture
 def gpu_behind_bridge():
@@ -51,7 +54,7 @@ def test_the_driver_reads_the_table_through_the_bridge(gpu_behind_bridge):
   assert gpu.vram_bytes == model.vram_mib << 20
   model.write_vram(0x1234_5678, b"tg reads video memory")
   assert gpu.vram_read(0x1234_5678, 21) == b"tg reads video memory"
-  assert {ip.name: ip.version for ip in gpu.discovery()} == {name: v for name, v in NAVI31_IPS.values()}
+  assert {ip.name: ip.version for ip in gpu.discovery()} == {name: v for name, v, _ in NAVI31_IPS.values()}
 
 def test_a_gpu_whose_boot_firmware_never_finishes_times_out(gpu_behind_bridge, monkeypatch):
   fn, model = gpu_behind_bridge
@@ -75,4 +78,4 @@ def test_a_gpu_with_no_driver_bound_is_read_through_sysfs():
   assert rows[5][1] - rows[5][0] + 1 == 1 << 20 and rows[0][1] - rows[0][0] + 1 == 256 << 20
   fn = SysfsFunction(system, dev.address)
   assert bar_size(fn, 5) == (1 << 20, False)
-  assert {ip.name: ip.version for ip in PCIGPU(fn).discovery()} == {name: v for name, v in NAVI31_IPS.values()}
+  assert {ip.name: ip.version for ip in PCIGPU(fn).discovery()} == {name: v for name, v, _ in NAVI31_IPS.values()}
