@@ -2,9 +2,9 @@
 transfers, and bulk endpoints that call the model. Descriptor layouts and standard requests are the USB 2.0 spec's
 (chapter 9: GET_DESCRIPTOR, descriptor types); what pyusb asks of a backend is its IBackend interface."""
 from __future__ import annotations
-import errno
+import array, errno
 from dataclasses import dataclass, field
-import usb.backend, usb.core
+import usb.backend, usb.core, usb.util
 
 GET_DESCRIPTOR, DESC_STRING = 6, 3    # USB 2.0 table 9-4 and 9-5
 LANGID_EN_US = 0x0409
@@ -43,7 +43,7 @@ class ModelBackend(usb.backend.IBackend):
     return Descriptor(dict(bLength=18, bDescriptorType=1, bcdUSB=0x0320, bDeviceClass=0, bDeviceSubClass=0, bDeviceProtocol=0,
                            bMaxPacketSize0=9, idVendor=dev.vendor, idProduct=dev.product, bcdDevice=dev.release, iManufacturer=1 if dev.strings else 0,
                            iProduct=2 if len(dev.strings) > 1 else 0, iSerialNumber=0, bNumConfigurations=1, address=i + 1, bus=1,
-                           port_number=i + 1, port_numbers=(i + 1,), speed=usb.util.SPEED_SUPER if hasattr(usb.util, "SPEED_SUPER") else 4))
+                           port_number=i + 1, port_numbers=(i + 1,), speed=usb.util.SPEED_SUPER))
   def get_configuration_descriptor(self, dev, config):
     if config != 0: raise IndexError(config)
     return Descriptor(dict(bLength=9, bDescriptorType=2, wTotalLength=9 + 9 + 7 * len(dev.endpoints), bNumInterfaces=1, bConfigurationValue=1,
@@ -76,7 +76,7 @@ class ModelBackend(usb.backend.IBackend):
   def bulk_read(self, dev_handle, ep, intf, buff, timeout):
     self._claimed(dev_handle, intf)
     data = dev_handle.device.bulk_in(ep | 0x80, len(buff))
-    buff[:len(data)] = type(buff)("B", data) if not isinstance(buff, (bytearray, memoryview)) else data
+    buff[:len(data)] = array.array("B", data)  # pyusb reads into an array('B')
     return len(data)
   def ctrl_transfer(self, dev_handle, bmRequestType, bRequest, wValue, wIndex, data, timeout):
     if bmRequestType & 0x80 and bRequest == GET_DESCRIPTOR and wValue >> 8 == DESC_STRING:
@@ -84,7 +84,7 @@ class ModelBackend(usb.backend.IBackend):
       text = bytes([4, DESC_STRING]) + LANGID_EN_US.to_bytes(2, "little") if index == 0 else \
              (lambda s: bytes([2 + len(s), DESC_STRING]) + s)(dev_handle.device.strings[index - 1].encode("utf-16-le"))
       n = min(len(text), len(data))
-      data[:n] = type(data)("B", text[:n]) if not isinstance(data, (bytearray, memoryview)) else text[:n]
+      data[:n] = array.array("B", text[:n])
       return n
     raise usb.core.USBError(f"control request {bRequest:#x} is not modelled", None, errno.EPIPE)
 
