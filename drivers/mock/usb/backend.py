@@ -81,8 +81,10 @@ class ModelBackend(usb.backend.IBackend):
   def ctrl_transfer(self, dev_handle, bmRequestType, bRequest, wValue, wIndex, data, timeout):
     if bmRequestType & 0x80 and bRequest == GET_DESCRIPTOR and wValue >> 8 == DESC_STRING:
       index = wValue & 0xFF
-      text = bytes([4, DESC_STRING]) + LANGID_EN_US.to_bytes(2, "little") if index == 0 else \
-             (lambda s: bytes([2 + len(s), DESC_STRING]) + s)(dev_handle.device.strings[index - 1].encode("utf-16-le"))
+      if index == 0: text = bytes([4, DESC_STRING]) + LANGID_EN_US.to_bytes(2, "little")  # the languages: US English
+      else:
+        chars = dev_handle.device.strings[index - 1].encode("utf-16-le")
+        text = bytes([2 + len(chars), DESC_STRING]) + chars
       n = min(len(text), len(data))
       data[:n] = array.array("B", text[:n])
       return n
