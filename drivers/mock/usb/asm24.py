@@ -86,7 +86,7 @@ class ASM24Model(ModelDevice):
       return
     fmt_type, byte_enable = self.xdata[TLP_FMT_TYPE], self.xdata[TLP_BYTE_ENABLE]
     address = struct.unpack_from(">I", self.xdata, TLP_ADDRESS_HI)[0] << 32 | struct.unpack_from(">I", self.xdata, TLP_ADDRESS)[0]
-    offset = (byte_enable & -byte_enable).bit_length() - 1
+    offset = (byte_enable & -byte_enable).bit_length() - 1  # the first enabled byte
     size = bin(byte_enable).count("1")
     value = struct.unpack_from(">I", self.xdata, TLP_DATA)[0] >> (8 * offset)
     status, data = 0, None
