@@ -119,17 +119,19 @@ def test_profile_records_kernels(tmp_path):
   new = profile_events[before:]
   assert new and all(e.end_us >= e.start_us and e.device == "CPU" for e in new)
 
+def three_kernels(x):
+  """(x + 1)**2 - x as three kernels (each step made contiguous)."""
+  y = (x + 1).contiguous()
+  z = (y * y).contiguous()
+  return z - x
+
 @pytest.mark.parametrize("name", DEVICES)
 def test_profile_records_each_kernel_of_a_jit_replay(name):
   """A graph captured under PROFILE stamps each of its kernels: every replay adds one event per kernel, in order,
   each ending before the next starts (one queue)."""
   from tg import Tensor, TinyJit
   with Context(PROFILE=1):
-    @TinyJit
-    def step(x):
-      y = (x + 1).contiguous()
-      z = (y * y).contiguous()
-      return (z - x).realize()
+    step = TinyJit(lambda x: three_kernels(x).realize())
     for i in range(4):
       before = len(profile_events)
       out = step(Tensor(np.full(32, float(i), np.float32), device=name).realize())
@@ -142,11 +144,7 @@ def test_profile_records_each_kernel_of_a_jit_replay(name):
 def test_jit_replay_is_one_command_buffer(name):
   from tg import Tensor, TinyJit
   dev = Device[name]
-  @TinyJit
-  def step(x):
-    y = (x + 1).contiguous()
-    z = (y * y).contiguous()
-    return (z - x).sum()
+  step = TinyJit(lambda x: three_kernels(x).sum())
   for i in range(5):
     x = Tensor(np.full(32, float(i), np.float32), device=name).realize()
     before = dev.submissions
