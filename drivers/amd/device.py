@@ -330,7 +330,8 @@ class AMDDevice(HCQCompiled):
     """The caller's host memory [address, address+size) mapped on this GPU at the same address (USERPTR: amdgpu pins
     the pages, kfd_ioctl_alloc_memory_of_gpu takes the CPU address in mmap_offset); whole pages, shared by the
     buffers that lie in the same ones."""
-    lo, hi = address & ~(PAGE - 1), max(round_up(address + size, PAGE), (address & ~(PAGE - 1)) + PAGE)
+    lo = address & ~(PAGE - 1)
+    hi = max(round_up(address + size, PAGE), lo + PAGE)
     if (entry := self.registered.get(lo)) is not None and entry[0].va + entry[0].size >= hi:
       entry[1] += 1
       return entry[0].offset(size, address - lo)
