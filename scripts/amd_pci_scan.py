@@ -23,6 +23,8 @@ from script_help import exit_on_help
 
 AMD = 0x1002
 
+def size_text(n: int) -> str: return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} B"
+
 def pci_lines(system) -> list[str]:
   """The AMD display functions in sysfs, with their memory BARs (from the `resource` file) and bound driver."""
   lines = []
@@ -32,7 +34,7 @@ def pci_lines(system) -> list[str]:
     try:
       for i, row in enumerate(system.read_text(f"/sys/bus/pci/devices/{d.address}/resource").splitlines()[:6]):
         start, end, _ = (int(x, 16) for x in row.split())
-        if end: bars.append(f"BAR{i} {start:#x} ({(end - start + 1) >> 20} MiB)" if end - start + 1 >= 1 << 20 else f"BAR{i} {start:#x} ({end - start + 1} B)")
+        if end: bars.append(f"BAR{i} {start:#x} ({size_text(end - start + 1)})")
     except OSError: bars.append("BARs unreadable")
     driver = system.pci_driver(d.address)
     lines.append(f"pci {d.address} {AMD:04x}:{d.device:04x} driver {driver or 'none'}: {', '.join(bars)}")
@@ -52,7 +54,7 @@ def bars_text(fn: BridgedFunction) -> str:
   parts = []
   for i in (0, 2, 5):
     size, wide = bar_size(fn, i)
-    if size: parts.append(f"BAR{i} {size >> 20} MiB{' 64-bit' if wide else ''}" if size >= 1 << 20 else f"BAR{i} {size} B")
+    if size: parts.append(f"BAR{i} {size_text(size)}{' 64-bit' if wide and size >= 1 << 20 else ''}")
   return ", ".join(parts)
 
 def usb_lines(system) -> list[str]:
