@@ -99,6 +99,8 @@ class Kernel:
     self.tc_operands: tuple[UOp, UOp] = ()
     self._unstack_views()
     self._simplify()
+    self.lanes_pinned = False  # vector_axis holds an image pixel's 4 channels and may not change (_pin_image_lanes)
+    self._pin_image_lanes()
 
   @property
   def reduce_op(self) -> bool: return bool(self.reduceops)
@@ -157,6 +159,24 @@ class Kernel:
       self.axis_types = [t for t, g in zip(self.axis_types, groups) for _ in g]
       self.sts, self.full_shape = sts, finer(self.full_shape)
 
+  def _pin_image_lanes(self) -> None:
+    """A kernel writes an image a whole pixel at a time: the output axis its stores walk contiguously is split by 4
+    and those 4 become the vector lanes, for good (no later action may pick other lanes or resize these)."""
+    stores = [(st, s) for s in self.ast.src if s.src[0].dtype.image for v, st in zip(self.views, self.sts) if v is s.src[1]]
+    if not stores: return
+    def contiguous_axis(st: ShapeTracker) -> int | None:
+      if len(st.views) != 1 or st.views[0].mask is not None: return None
+      return next((a for a, (n, stride) in enumerate(zip(st.shape, st.views[0].strides))
+                   if stride == 1 and self.axis_types[a] is AxisType.GLOBAL and isinstance(n, int) and n % 4 == 0), None)
+    axes = {contiguous_axis(st) for st, _ in stores}
+    if len(axes) != 1 or (axis := axes.pop()) is None:
+      raise ValueError(f"a kernel can write an image only through an unmasked view whose contiguous output axis is a multiple of 4 long, got {self.full_shape}")
+    if self.full_shape[axis] == 4: self.axis_types[axis] = AxisType.UPCAST
+    else:
+      self.split_axis(axis, 4, AxisType.UPCAST)
+      axis += 1
+    self.vector_axis, self.lanes_pinned = axis, True
+
   @staticmethod
   def _mergeable(st: ShapeTracker, i: int) -> bool:
     v = st.views[-1]
@@ -185,12 +205,14 @@ class Kernel:
       if self.tensor_core is not None: raise KernelOptError("VECTORIZE doesn't combine with tensor cores")
       if kind not in (AxisType.UPCAST, AxisType.UNROLL) or size not in VECTOR_SIZES:
         raise KernelOptError(f"VECTORIZE needs an upcast or unrolled axis of {VECTOR_SIZES} lanes, axis {opt.axis} is {size}{kind.value}")
+      if self.lanes_pinned and opt.axis != self.vector_axis: raise KernelOptError("an image-writing kernel's lanes are its pixels' channels")
       self.vector_axis = opt.axis
     elif opt.op is OptOps.THREAD:
       if not self.splits_across_cores or kind is not AxisType.GLOBAL: raise KernelOptError(f"THREAD needs an output axis on a CPU target")
       if opt.amt and amt != size: self.split_axis(opt.axis, amt, AxisType.GLOBAL)  # outer blocks of amt iterations
       self._move_to_front(opt.axis)
     elif opt.op is OptOps.PADTO:
+      if self.lanes_pinned and opt.axis == self.vector_axis: raise KernelOptError("an image pixel's channels can't be padded")
       if kind in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K): raise KernelOptError("a tensor-core axis can't be padded")
       self._pad_to(opt.axis, amt)
     else:

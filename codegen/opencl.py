@@ -6,6 +6,10 @@ after each op), fp8 a byte the frontend converts through float32. half is comput
 cl_khr_fp16; elsewhere it is a storage type (vload_half/vstore_half) held in floats and rounded after each op, which
 gives the same results for the basic arithmetic (a float holds the exact result well enough to round it once).
 
+An image buffer (IMAGE=1: a PtrDType with `image`) is a `read_only` or `write_only image2d_t` of RGBA pixels: a read
+takes the pixel holding its element (one read_imagef per pixel for a 4-lane load at a multiple of 4), a write stores
+whole pixels (the kernel pins its vector lanes to the 4 channels, codegen/kernel.py).
+
 Semantics match the other renderers where C leaves them open: integer division and remainder by zero (and INT_MIN /
 -1) don't trap, shifts take the amount modulo the width, float -> int conversions saturate with NaN -> 0, and max
 propagates NaN."""
@@ -14,8 +18,13 @@ import math, re
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
+from ir.symbolic import fold_mod
 from codegen.renderer import Renderer
 from codegen.lane_kernel import LaneKernel
+
+def _multiple_of_4(idx: UOp) -> bool:
+  mod = fold_mod(idx, 4)
+  return mod is not None and mod.op is Ops.CONST and mod.arg == 0
 
 # dtype -> (type in registers, type in memory)
 TYPES: dict[DType, tuple[str, str]] = {
@@ -30,6 +39,10 @@ HELPERS = {
   "tg_f16": "static inline float tg_f16(float x) { ushort b; vstore_half_rte(x, 0, (half *)&b); return vload_half(0, (half *)&b); }",
   "tg_f16_bits": "static inline ushort tg_f16_bits(float x) { ushort b; vstore_half_rte(x, 0, (half *)&b); return b; }",
   "tg_bits_f16": "static inline float tg_bits_f16(ushort b) { return vload_half(0, (half *)&b); }",
+  "tg_read_image": "__constant sampler_t tg_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;\n"
+                   "static inline float tg_read_image(read_only image2d_t img, int i, int w) {\n"
+                   "  float4 p = read_imagef(img, tg_sampler, (int2)((i >> 2) % w, (i >> 2) / w));\n"
+                   "  int c = i & 3; return c == 0 ? p.x : c == 1 ? p.y : c == 2 ? p.z : p.w; }",
 }
 
 def ctype(dt: DType, fp16: bool = True) -> str:
@@ -81,6 +94,10 @@ class _Kernel(LaneKernel):
     return f"{helper}({expr})"
 
   def render(self, uops: list[UOp]) -> str:
+    written = {u.src[0] for u in uops if u.op is Ops.STORE and len(u.src) >= 3}
+    read = {u.src[0] for u in uops if u.op is Ops.LOAD and len(u.src) >= 2}
+    if both := [g.arg for g in written & read if g.dtype.image]: raise TypeError(f"buffer {both[0]} is an image: a kernel can read it or write it, not both")
+    self.written = written
     self.render_all(uops)
     if dtypes.float64 in self.used and not self.renderer.fp64: raise TypeError("this OpenCL device has no cl_khr_fp64: double kernels can't run on it")
     pragmas = [f"#pragma OPENCL EXTENSION cl_khr_fp{bits} : enable" for bits, dt in ((16, dtypes.float16), (64, dtypes.float64))
@@ -93,7 +110,8 @@ class _Kernel(LaneKernel):
     op, dt = u.op, u.dtype
     if op is Ops.DEFINE_GLOBAL:
       self.used.add(dt.base.scalar)
-      self.params.append(f"__global {mem_type(dt.base)} *data{u.arg}")
+      if dt.image: self.params.append(f"{'write_only' if u in self.written else 'read_only'} image2d_t data{u.arg}")
+      else: self.params.append(f"__global {mem_type(dt.base)} *data{u.arg}")
       return [f"data{u.arg}"]
     if op is Ops.DEFINE_VAR:
       name = "var_" + re.sub(r"\W", "_", u.arg[0])
@@ -110,7 +128,36 @@ class _Kernel(LaneKernel):
     return super().render_one(u)
 
   # ---- memory ----
+  def pixel(self, buf: UOp, at: str) -> str:
+    """The (x, y) of the pixel holding element `at` (a multiple of 4) of image buf."""
+    return f"(int2)((((int)({at})) >> 2) % {buf.dtype.image[1]}, (((int)({at})) >> 2) / {buf.dtype.image[1]})"
+  def load(self, u: UOp) -> list[str]:
+    if len(u.src) != 2 or not u.src[0].dtype.image: return super().load(u)
+    buf, idx = u.src
+    if u.dtype.count == 4 and _multiple_of_4(idx):  # a whole pixel: one read
+      self.count += 1
+      pixel = f"px{self.count}"
+      self.decls.append(f"  float4 {pixel};")
+      self.emit(f"{pixel} = read_imagef({self.ref(buf)}, tg_sampler, {self.pixel(buf, self.ref(idx))});")
+      self.helpers.add("tg_read_image")  # declares the sampler
+      return [self.assign(u.dtype.scalar, f"{pixel}.{c}") for c in "xyzw"]
+    return super().load(u)
+  def store(self, u: UOp) -> None:
+    if len(u.src) < 3 or not u.src[0].dtype.image: return super().store(u)
+    buf, idx, val = u.src[:3]
+    gate = u.src[3] if len(u.src) > 3 else None
+    if val.dtype.count % 4 or not _multiple_of_4(idx) or (gate is not None and gate.dtype.count != 1):
+      raise TypeError(f"buffer {buf.arg} is an image: a kernel writes it whole pixels at a time (4 lanes at a multiple of 4, one gate for all), got {val.dtype}")
+    for first in range(0, val.dtype.count, 4):
+      at = self.ref(idx) if not first else f"{self.ref(idx)} + {first}"
+      lanes = ", ".join(f"(float){self.ref(val, first + c)}" for c in range(4))
+      text = f"write_imagef({self.ref(buf)}, {self.pixel(buf, at)}, (float4)({lanes}));"
+      self.emit(f"if ({self.ref(gate)}) {{ {text} }}" if gate is not None else text)
+
   def from_memory(self, buf: UOp, idx: str, dt: DType) -> str:
+    if buf.dtype.image:
+      self.helpers.add("tg_read_image")
+      return f"tg_read_image({self.ref(buf)}, (int)({idx}), {buf.dtype.image[1]})"
     buf = self.ref(buf)
     if dt == dtypes.bool: return f"({buf}[{idx}] != 0)"
     if dt == dtypes.bfloat16: return f"as_float(((uint){buf}[{idx}]) << 16)"

@@ -11,7 +11,7 @@ from ir.target import parse_targets, target_for
 from codegen.compiler import Compiler, CompileError
 from codegen.opencl import OpenCLRenderer
 from codegen.renderer import ProgramSpec
-from drivers.device import Compiled, DeviceUnavailable, LRUAllocator
+from drivers.device import Compiled, DeviceUnavailable, Image, LRUAllocator
 from drivers.system import system_for
 
 ffi = cffi.FFI()
@@ -21,6 +21,9 @@ typedef struct _cl_platform_id *cl_platform_id; typedef struct _cl_device_id *cl
 typedef struct _cl_command_queue *cl_command_queue; typedef struct _cl_mem *cl_mem; typedef struct _cl_program *cl_program;
 typedef struct _cl_kernel *cl_kernel; typedef struct _cl_event *cl_event;
 typedef struct { size_t origin, size; } cl_buffer_region;
+typedef struct { cl_uint image_channel_order, image_channel_data_type; } cl_image_format;
+typedef struct { cl_uint image_type; size_t image_width, image_height, image_depth, image_array_size, image_row_pitch, image_slice_pitch;
+                 cl_uint num_mip_levels, num_samples; cl_mem buffer; } cl_image_desc;
 cl_int clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms, cl_uint *num_platforms);
 cl_int clGetDeviceIDs(cl_platform_id platform, cl_bitfield device_type, cl_uint num_entries, cl_device_id *devices, cl_uint *num_devices);
 cl_int clGetDeviceInfo(cl_device_id device, cl_uint param_name, size_t size, void *value, size_t *size_ret);
@@ -28,7 +31,12 @@ cl_context clCreateContext(const void *properties, cl_uint num_devices, const cl
 cl_command_queue clCreateCommandQueue(cl_context context, cl_device_id device, cl_bitfield properties, cl_int *err);
 cl_mem clCreateBuffer(cl_context context, cl_bitfield flags, size_t size, void *host_ptr, cl_int *err);
 cl_mem clCreateSubBuffer(cl_mem buffer, cl_bitfield flags, cl_uint create_type, const void *info, cl_int *err);
+cl_mem clCreateImage(cl_context context, cl_bitfield flags, const cl_image_format *format, const cl_image_desc *desc, void *host_ptr, cl_int *err);
 cl_int clReleaseMemObject(cl_mem mem);
+cl_int clEnqueueWriteImage(cl_command_queue q, cl_mem image, cl_uint blocking, const size_t *origin, const size_t *region, size_t row_pitch,
+                           size_t slice_pitch, const void *ptr, cl_uint num_events, const cl_event *wait_list, cl_event *event);
+cl_int clEnqueueReadImage(cl_command_queue q, cl_mem image, cl_uint blocking, const size_t *origin, const size_t *region, size_t row_pitch,
+                          size_t slice_pitch, void *ptr, cl_uint num_events, const cl_event *wait_list, cl_event *event);
 cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buffer, cl_uint blocking, size_t offset, size_t size, const void *ptr,
                             cl_uint num_events, const cl_event *wait_list, cl_event *event);
 cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buffer, cl_uint blocking, size_t offset, size_t size, void *ptr,
@@ -55,6 +63,8 @@ DEVICE_TYPE_ALL, MEM_READ_WRITE, QUEUE_PROFILING_ENABLE, BUFFER_CREATE_TYPE_REGI
 DEVICE_TYPE, DEVICE_TYPE_CPU = 0x1000, 1 << 1
 DEVICE_NAME, DEVICE_VERSION, DRIVER_VERSION, DEVICE_EXTENSIONS = 0x102B, 0x102F, 0x102D, 0x1030
 DEVICE_MEM_BASE_ADDR_ALIGN, DEVICE_GLOBAL_MEM_SIZE = 0x1019, 0x101F
+DEVICE_IMAGE_SUPPORT, DEVICE_IMAGE2D_MAX_WIDTH, DEVICE_IMAGE2D_MAX_HEIGHT = 0x1016, 0x1011, 0x1012
+RGBA, HALF_FLOAT, FLOAT, MEM_OBJECT_IMAGE2D = 0x10B5, 0x10DD, 0x10DE, 0x10F1
 PROGRAM_BUILD_LOG, PROGRAM_BINARY_SIZES, PROGRAM_BINARIES = 0x1183, 0x1165, 0x1166
 PROFILING_COMMAND_START, PROFILING_COMMAND_END = 0x1282, 0x1283
 BUILD_PROGRAM_FAILURE, DEVICE_NOT_FOUND, PLATFORM_NOT_FOUND_KHR = -11, -1, -1001
@@ -110,6 +120,7 @@ class CLBuffer:
   mem: object
   size: int
   offset: int = 0
+  image: Image | None = None  # a 2-D image of RGBA pixels (IMAGE=1) rather than a buffer
   _sub: object = field(default=None, repr=False)
 
 class CLAllocator(LRUAllocator):
@@ -118,15 +129,33 @@ class CLAllocator(LRUAllocator):
     self.dev = dev
     self.capacity = device_int(dev.cl, dev.device_id, DEVICE_GLOBAL_MEM_SIZE, "cl_ulong")
   def _alloc(self, size: int, options=None) -> CLBuffer:
-    try: return CLBuffer(checked("clCreateBuffer", self.dev.cl.clCreateBuffer, self.dev.context, MEM_READ_WRITE, max(size, 1), ffi.NULL), size)
+    try:
+      if isinstance(options, Image): return CLBuffer(self._image(size, options), size, image=options)
+      return CLBuffer(checked("clCreateBuffer", self.dev.cl.clCreateBuffer, self.dev.context, MEM_READ_WRITE, max(size, 1), ffi.NULL), size)
     except CLError as e: raise MemoryError(str(e)) from None
+  def _image(self, size: int, image: Image):
+    """A 2-D RGBA image of `size` bytes: float channels, or half ones for 2-byte elements (FLOAT16=1)."""
+    channel = {4: FLOAT, 2: HALF_FLOAT}[size // (image.height * image.width * 4)]
+    desc = ffi.new("cl_image_desc *", {"image_type": MEM_OBJECT_IMAGE2D, "image_width": image.width, "image_height": image.height})
+    return checked("clCreateImage", self.dev.cl.clCreateImage, self.dev.context, MEM_READ_WRITE, ffi.new("cl_image_format *", (RGBA, channel)), desc, ffi.NULL)
   def _free(self, opaque: CLBuffer, size: int, options=None) -> None: self.dev.cl.clReleaseMemObject(opaque.mem)
-  def offset(self, opaque: CLBuffer, size: int, offset: int) -> CLBuffer: return CLBuffer(opaque.mem, size, opaque.offset + offset)
+  def offset(self, opaque: CLBuffer, size: int, offset: int) -> CLBuffer:
+    if opaque.image is not None: raise ValueError(f"{self.dev.device} can't view part of an image ({opaque.image})")
+    return CLBuffer(opaque.mem, size, opaque.offset + offset)
   def copyin(self, dest: CLBuffer, src: memoryview) -> None:
+    if dest.image is not None:
+      check(self.dev.cl.clEnqueueWriteImage(self.dev.queue, dest.mem, 1, ffi.new("size_t[3]"), self._region(dest.image), 0, 0, ffi.from_buffer(src),
+                                            0, ffi.NULL, ffi.NULL), "clEnqueueWriteImage")
+      return
     check(self.dev.cl.clEnqueueWriteBuffer(self.dev.queue, dest.mem, 1, dest.offset, src.nbytes, ffi.from_buffer(src), 0, ffi.NULL, ffi.NULL), "clEnqueueWriteBuffer")
   def copyout(self, dest: memoryview, src: CLBuffer) -> None:
-    check(self.dev.cl.clEnqueueReadBuffer(self.dev.queue, src.mem, 1, src.offset, dest.nbytes, ffi.from_buffer(dest, require_writable=True),
-                                          0, ffi.NULL, ffi.NULL), "clEnqueueReadBuffer")
+    out = ffi.from_buffer(dest, require_writable=True)
+    if src.image is not None:
+      check(self.dev.cl.clEnqueueReadImage(self.dev.queue, src.mem, 1, ffi.new("size_t[3]"), self._region(src.image), 0, 0, out, 0, ffi.NULL, ffi.NULL), "clEnqueueReadImage")
+      return
+    check(self.dev.cl.clEnqueueReadBuffer(self.dev.queue, src.mem, 1, src.offset, dest.nbytes, out, 0, ffi.NULL, ffi.NULL), "clEnqueueReadBuffer")
+  @staticmethod
+  def _region(image: Image): return ffi.new("size_t[3]", [image.width, image.height, 1])  # rows packed: the pitch is the width
 
   def kernel_arg(self, buf: CLBuffer):
     """The cl_mem a kernel takes for `buf`: the buffer itself, or a sub-buffer for a view (at an offset the device accepts)."""
@@ -210,6 +239,8 @@ class CLDevice(Compiled):
     extensions = device_text(self.cl, self.device_id, DEVICE_EXTENSIONS).split()
     self.host_cpu = bool(device_int(self.cl, self.device_id, DEVICE_TYPE, "cl_ulong") & DEVICE_TYPE_CPU)  # PoCL: not a default over CPU
     self.base_align = device_int(self.cl, self.device_id, DEVICE_MEM_BASE_ADDR_ALIGN, "cl_uint") // 8
+    if device_int(self.cl, self.device_id, DEVICE_IMAGE_SUPPORT, "cl_uint"):
+      self.image_size = tuple(device_int(self.cl, self.device_id, p, "size_t") for p in (DEVICE_IMAGE2D_MAX_WIDTH, DEVICE_IMAGE2D_MAX_HEIGHT))
     self.context = checked("clCreateContext", self.cl.clCreateContext, ffi.NULL, 1, self.ids, ffi.NULL, ffi.NULL)
     self.queue = checked("clCreateCommandQueue", self.cl.clCreateCommandQueue, self.context, self.device_id, QUEUE_PROFILING_ENABLE)
     renderer = OpenCLRenderer(fp16="cl_khr_fp16" in extensions, fp64="cl_khr_fp64" in extensions)

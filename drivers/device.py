@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
 from ir.dtype import DType, PtrDType, dtypes
+from ir.helpers import prod
 from ir.switches import DEBUG, DEV, SwitchError
 from ir.target import parse_targets
 
@@ -25,6 +26,26 @@ class GlobalCounters:
 class HostMemory:
   """Buffer options for memory the caller owns at host address `address` (Tensor.from_blob): used in place, never freed."""
   address: int
+
+@dataclass(frozen=True)
+class Image:
+  """Buffer options for memory kept as a 2-D image, `height` rows of `width` pixels of 4 elements (IMAGE=1 on devices
+  with images): kernels read it through the texture path and write it a whole pixel at a time."""
+  height: int
+  width: int
+
+IMAGE_DTYPES = (dtypes.float32, dtypes.float16)
+
+def image_for(shape: tuple, dtype: DType, max_size: tuple[int, int] | None) -> Image | None:
+  """The image holding a tensor of `shape` within `max_size` (width, height): a row per index of all but the last two
+  axes (an NHWC tensor: a row per line of each picture), else wider rows, else the last axis alone. None where the
+  device has no images or the tensor can't be one (dtype, symbolic size, last axis not a multiple of 4 elements)."""
+  if max_size is None or dtype not in IMAGE_DTYPES or not shape or not all(isinstance(d, int) for d in shape) or shape[-1] % 4: return None
+  total = prod(shape) // 4
+  for axis in sorted(range(len(shape)), key=lambda a: (a == len(shape) - 1 and len(shape) > 1, -a)):
+    width = prod(shape[axis:]) // 4
+    if 0 < width <= max_size[0] and total // width <= max_size[1]: return Image(total // width, width)
+  return None
 
 class Allocator:
   """Device memory: `alloc` returns an opaque handle; `offset` makes a handle to part of one. `capacity`: the bytes
@@ -79,6 +100,8 @@ class Buffer:
   def base(self) -> Buffer: return self._base if self._base is not None else self
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  @property
+  def image(self) -> Image | None: return self.options if isinstance(self.options, Image) else None
   def __repr__(self) -> str:
     return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}{' offset:' + str(self.offset) if self._base else ''}>"
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
@@ -140,6 +163,7 @@ class Compiled:
   optionally a `graph(calls, input_slots)` that runs a batch of captured kernels as one (TinyJit)."""
   unsupported_dtypes: frozenset[DType] = frozenset()
   host_cpu: bool = False  # the host's CPU through another runtime (an OpenCL CPU device): never chosen as the default
+  image_size: tuple[int, int] | None = None  # the largest 2-D image (width, height) in pixels; None: no images
   def __init__(self, device: str, allocator: Allocator, renderer, compiler, runtime: Callable, graph: Callable | None = None):
     self.device, self.allocator, self.renderer, self.compiler, self.runtime, self.graph = device, allocator, renderer, compiler, runtime, graph
   def synchronize(self) -> None: pass

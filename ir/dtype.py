@@ -24,7 +24,8 @@ class DType:
   def vec(self, n: int) -> DType:
     assert self.count == 1, f"can't vectorize {self}"
     return self if n == 1 else DType(self.priority, self.itemsize * n, f"{self.name}{n}", None, n)
-  def ptr(self, size: int = -1, local: bool = False) -> PtrDType: return PtrDType(self.priority, 8, f"{self.name}*", None, 1, self, size, local)
+  def ptr(self, size: int = -1, local: bool = False, image: tuple[int, int] | None = None) -> PtrDType:
+    return PtrDType(self.priority, 8, f"{self.name}*", None, 1, self, size, local, image)
   @property
   def min(self):
     """The smallest value: -2**(bits-1) or 0 for ints, False for bool, -inf for every float (as tinygrad, not PyTorch's finfo.min)."""
@@ -39,7 +40,9 @@ class PtrDType(DType):
   base: DType = None    # type: ignore[assignment]
   size: int = -1        # elements, -1 when unknown
   local: bool = False   # workgroup-shared memory rather than global memory
-  def __repr__(self) -> str: return f"{self.base!r}.ptr({self.size}{', local=True' if self.local else ''})"
+  image: tuple[int, int] | None = None  # (height, width): a 2-D image of 4-element pixels rather than plain memory
+  def __repr__(self) -> str:
+    return f"{self.base!r}.ptr({self.size}{', local=True' if self.local else ''}{f', image={self.image}' if self.image else ''})"
 
 class _DTypesMeta(type):
   @property

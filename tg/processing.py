@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
-from ir.helpers import argsort, ceildiv, flatten, prod
-from ir.switches import TRAINING
+from ir.helpers import argsort, broadcast_shape, ceildiv, flatten, prod, round_up
+from ir.switches import FLOAT16, IMAGE, TRAINING
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
@@ -25,6 +25,10 @@ def _conv_padding(padding, n: int) -> list[tuple[int, int]]:
   if len(padding) == n: return [(p, p) for p in padding]
   if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
   raise ValueError(f"padding {padding} doesn't fit {n} spatial dims")
+
+def _stored_as_image(t: Tensor) -> Tensor:
+  """t stored as an image (Tensor._as_image), in halves with FLOAT16=1 (read back as t's dtype)."""
+  return t.cast(dtypes.float16)._as_image().cast(t.dtype) if FLOAT16 and t.dtype != dtypes.float16 else t._as_image()
 
 @dataclass(frozen=True)
 class ConvGrad:
@@ -86,6 +90,7 @@ class ProcessingMixin:
     k = x.shape[-1]
     wk = w.shape[-2] if w.ndim > 1 else w.shape[0]
     if k != wk: raise ValueError(f"matmul shapes {x.shape} and {w.shape} don't match: inner dimensions {k} and {wk}")
+    if IMAGE and dtypes.is_float(x.dtype) and dtypes.is_float(w.dtype): return x.image_dot(w, dtype)
     squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
     if squeeze_rows: x = x.reshape(1, k)
     if squeeze_cols: w = w.reshape(k, 1)
@@ -106,6 +111,27 @@ class ProcessingMixin:
     if squeeze_rows: out = out.squeeze(-2 if not squeeze_cols else -1)
     return out
   def matmul(self, w: Tensor, dtype: DType | str | None = None) -> Tensor: return self.dot(w, dtype)
+  def image_dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    """self @ w as a 1x1 image_conv2d (what dot does with IMAGE=1): the rows of self are the pixels of a one-column
+    input, the columns of w the output channels; batched operands are the groups of one convolution."""
+    x, k = self, self.shape[-1]
+    if x.ndim == 0 or w.ndim == 0 or (w.shape[-2] if w.ndim > 1 else w.shape[0]) != k: raise ValueError(f"can't image_dot {x.shape} and {w.shape}")
+    squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
+    if squeeze_rows: x = x.reshape(1, k)
+    if squeeze_cols: w = w.reshape(k, 1)
+    n = w.shape[-1]
+    if w.ndim == 2:
+      rows = x.reshape(-1, k)
+      out = rows.transpose().reshape(1, k, rows.shape[0], 1).image_conv2d(w.transpose().reshape(n, k, 1, 1), dtype=dtype)
+      out = out.reshape(n, rows.shape[0]).transpose().reshape(*x.shape[:-1], n)
+    else:
+      batch, m = broadcast_shape(x.shape[:-2], w.shape[:-2]), x.shape[-2]
+      groups = prod(batch)
+      xs, ws = x.expand(*batch, m, k).reshape(groups, m, k), w.expand(*batch, k, n).reshape(groups, k, n)
+      out = xs.permute(0, 2, 1).reshape(1, groups * k, m, 1).image_conv2d(ws.permute(0, 2, 1).reshape(groups * n, k, 1, 1), groups=groups, dtype=dtype)
+      out = out.reshape(groups, n, m).permute(0, 2, 1).reshape(*batch, m, n)
+    if squeeze_cols: out = out.squeeze(-1)
+    return out.squeeze(-2 if not squeeze_cols else -1) if squeeze_rows else out
   def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out) (a 1-d weight scales elementwise)."""
     out = self * weight if weight.ndim == 1 else self.dot(weight)
@@ -184,7 +210,12 @@ class ProcessingMixin:
   def conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
              dtype: DType | str | None = None) -> Tensor:
     """N-d convolution (N from the weight): self (batch, cin, *spatial), weight (cout, cin/groups, *kernel). Shapes
-    that don't fit are a RuntimeError, as in PyTorch."""
+    that don't fit are a RuntimeError, as in PyTorch. With IMAGE=1 a 2-d float convolution is an image_conv2d."""
+    if IMAGE and weight.ndim == 4 and self.ndim == 4 and dtypes.is_float(self.dtype) and dtypes.is_float(weight.dtype):
+      return self.image_conv2d(weight, bias, groups, stride, dilation, padding, dtype)
+    return self._conv(weight, bias, groups, stride, dilation, padding, dtype)
+  def _conv(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
+            dtype: DType | str | None = None) -> Tensor:
     n = weight.ndim - 2
     if n < 1: raise RuntimeError(f"conv weight needs at least 3 dims (cout, cin/groups, *kernel), got {weight.shape}")
     if self.ndim != n + 2: raise RuntimeError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
@@ -209,6 +240,27 @@ class ProcessingMixin:
       out = out._new(UOp(Ops.GRAD_OVERRIDE, out.dtype, (out.uop, self.uop, weight.uop), rule), self, weight)
     return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
   def conv1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv2d(weight, bias, **kw)
+
+  def image_conv2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
+                   dtype: DType | str | None = None) -> Tensor:
+    """conv2d (what it is with IMAGE=1) reading its operands from images and writing its result to one, on devices
+    with images (elsewhere the same buffers are plain memory): input and output are stored channels-last (NHWC) and
+    the weight as (cout, H, W, cin), each group's channels padded with zeros to a multiple of 4 so that a pixel holds
+    4 channels. With FLOAT16=1 the images hold halves."""
+    if self.ndim != 4 or weight.ndim != 4: raise RuntimeError(f"image_conv2d takes a 4-d input and weight, got {self.shape} and {weight.shape}")
+    (bs, cin, iy, ix), (cout, cin_g, H, W) = self.shape, weight.shape
+    if cin != cin_g * groups or cout % groups: raise RuntimeError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
+    rcout = cout // groups
+    c4, o4 = round_up(cin_g, 4), round_up(rcout, 4)
+    x = self.reshape(bs, groups, cin_g, iy, ix).pad([None, None, (0, c4 - cin_g), None, None])
+    x = _stored_as_image(x.permute(0, 3, 4, 1, 2).reshape(bs, iy, ix, groups * c4))
+    w = weight.reshape(groups, rcout, cin_g, H, W).pad([None, (0, o4 - rcout), (0, c4 - cin_g), None, None])
+    w = _stored_as_image(w.permute(0, 1, 3, 4, 2).reshape(groups * o4, H, W, c4))
+    out = x.permute(0, 3, 1, 2)._conv(w.permute(0, 3, 1, 2), groups=groups, stride=stride, dilation=dilation, padding=padding, dtype=dtype)
+    oy, ox = out.shape[2:]
+    out = _stored_as_image(out.permute(0, 2, 3, 1)).reshape(bs, oy, ox, groups, o4)[..., :rcout]
+    out = out.reshape(bs, oy, ox, cout).permute(0, 3, 1, 2)
+    return out + bias.reshape(1, -1, 1, 1) if bias is not None else out
 
   def conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
                        output_padding=0) -> Tensor:

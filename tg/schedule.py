@@ -21,7 +21,7 @@ from ir import tracing
 from ir.pattern import substitute
 from ir.shapetracker import ShapeTracker, is_symbolic, strides_for_shape
 from ir.uop import UOp, all_int, map_args, smax, sprod
-from drivers.device import Buffer
+from drivers.device import Buffer, Device, Image, image_for
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
@@ -36,6 +36,8 @@ SPLIT_MIN_REDUCE, SPLIT_MIN_RATIO, SPLIT_MAX_OUTPUT = 1 << 14, 0.25, 1 << 22
 MAX_KERNEL_NODES = 1024
 # a product tree is split into at most this many factors when constants are pulled out of a sum (x*x*x*... shares nodes)
 MAX_FACTORS = 32
+# the arg of a CONTIGUOUS whose buffer should be an image (IMAGE=1: Tensor.image_conv2d's packed operands)
+AS_IMAGE = "image"
 
 class _KernelTooBig(Exception):
   def __init__(self, views: collections.Counter): self.views = views  # how often each node was reached, so far
@@ -75,6 +77,7 @@ def contiguous_region(u: UOp) -> Buffer | None:
   v = st.views[0]
   if len(st.views) != 1 or v.mask is not None or v.offset < 0 or v.strides != strides_for_shape(st.shape): return None
   if v.offset == 0 and st.size == buf.size and u.dtype == buf.dtype: return buf
+  if buf.base.image is not None: return None  # an image's memory has no byte ranges to view
   return buf.base.view(st.size, u.dtype, buf.offset + v.offset * buf.dtype.itemsize)
 
 def _masked(st: ShapeTracker) -> bool: return any(v.mask is not None for v in st.views)
@@ -190,7 +193,7 @@ class Scheduler:
     for u in self.order:
       if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN, Ops.REDUCE_AXIS): self.roots.add(u)
       if u.op is Ops.TAKE and buffer_of(u.src[0]) is None: self.roots.add(u.src[0])  # a gather reads memory
-      if u.op is Ops.CONTIGUOUS and self._is_whole_buffer(u.src[0]):  # already contiguous memory: nothing to copy
+      if u.op is Ops.CONTIGUOUS and self._is_whole_buffer(u.src[0]) and self._image_of(u) is None:  # already contiguous memory: nothing to copy
         self.roots.discard(u)
         self.becomes[u] = u.src[0]
       if u.op is Ops.COPY and contiguous_region(u.src[0]) is None: self.roots.add(u.src[0])
@@ -257,10 +260,15 @@ class Scheduler:
   def _value_of(self, u: UOp) -> UOp:
     return u.src[0] if u.op is Ops.CONTIGUOUS else u
 
+  def _image_of(self, u: UOp) -> Image | None:
+    """The image a CONTIGUOUS asked to be stored as one (Tensor._as_image) becomes, where its device has images."""
+    if u.op is not Ops.CONTIGUOUS or u.arg != AS_IMAGE or not isinstance(device := self.devices[u], str): return None
+    return image_for(u.shape, u.dtype, Device[device].image_size)
+
   def _new_buffer(self, u: UOp) -> Buffer:
     """A buffer for `u`; for a symbolic shape one as big as the Variables' largest values, read through the front."""
     size = sprod(u.shape)
-    buf = self.buffers[u] = Buffer(self.devices[u], smax(size), u.dtype)
+    buf = self.buffers[u] = Buffer(self.devices[u], smax(size), u.dtype, options=self._image_of(u))
     whole = UOp(Ops.BUFFER, u.dtype, (), (buf,))
     self.becomes[u] = (whole if isinstance(size, int) else whole.shrink(((0, size),))).reshape(u.shape)
     return buf
@@ -277,8 +285,9 @@ class Scheduler:
       self.becomes[u] = _resolve(target)
       return
     item = self._build_kernel(u, buf, st, value)
-    if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and (x.src[1].arg != st or len(x.src) > 2) for x in item.ast.toposort()):
-      # the value reads the target at other places than the kernel writes: store the value first
+    if any(x.op is Ops.LOAD and item.bufs[x.src[0].arg] is buf and (x.src[1].arg != st or len(x.src) > 2 or buf.image) for x in item.ast.toposort()):
+      # the value reads the target at other places than the kernel writes (or the target is an image, which a kernel
+      # can't both read and write): store the value first
       self.roots.add(value)
       self._schedule_root(value)
       item = self._build_kernel(u, buf, st, value)
@@ -308,7 +317,7 @@ class Scheduler:
     memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
     def glob(b: Buffer) -> UOp:
       if b not in bufs: bufs.append(b)
-      return UOp(Ops.DEFINE_GLOBAL, b.dtype.ptr(b.size), (), bufs.index(b))
+      return UOp(Ops.DEFINE_GLOBAL, b.dtype.ptr(b.size, image=(b.image.height, b.image.width) if b.image else None), (), bufs.index(b))
 
     def build(n: UOp, st: ShapeTracker) -> UOp:
       if (hit := memo.get((n, st))) is not None: return hit

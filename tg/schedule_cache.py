@@ -10,7 +10,7 @@ from ir.ops import Ops
 from ir.pattern import substitute
 from ir.switches import DEBUG, SCACHE
 from ir.uop import UOp
-from drivers.device import Buffer
+from drivers.device import Buffer, Image
 from tg.schedule import ScheduleItem, Scheduler, rebind, unbind
 from tg.viz import capture as viz
 
@@ -23,6 +23,7 @@ class BufferSlot:
   device: str
   size: int
   dtype: DType
+  image: Image | None = None  # the input's layout is part of the kernels that read it
   offset: int = 0
   @property
   def base(self) -> BufferSlot: return self
@@ -35,6 +36,7 @@ class SlotView:
   size: int
   dtype: DType
   offset: int
+  image = None  # a view is plain memory
   @property
   def device(self) -> str: return self.slot.device
 
@@ -64,7 +66,7 @@ def _schedule(sink: UOp, order: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp
   st = time.perf_counter()
   if not SCACHE: return Scheduler(list(sink.src)).schedule()
   inputs = [u for u in order if u.op is Ops.BUFFER]
-  slot_uops = {u: UOp(Ops.BUFFER, u.dtype, (), (BufferSlot(i, u.arg[0].device, u.arg[0].size, u.arg[0].dtype),)) for i, u in enumerate(inputs)}
+  slot_uops = {u: UOp(Ops.BUFFER, u.dtype, (), (BufferSlot(i, u.arg[0].device, u.arg[0].size, u.arg[0].dtype, u.arg[0].image),)) for i, u in enumerate(inputs)}
   key = substitute(sink, slot_uops)
   if (template := _cache.get(key)) is None:
     stats["misses"] += 1
@@ -89,7 +91,7 @@ def _make_template(key: UOp) -> _Template:
   return _Template(items, [(position[k], v) for k, v in becomes.items() if k in position], fresh)
 
 def _instantiate(t: _Template, inputs: list[UOp], order: list[UOp], slot_uops: dict[UOp, UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
-  new_bufs = {b: Buffer(b.device, b.size, b.dtype) for b in t.fresh}
+  new_bufs = {b: Buffer(b.device, b.size, b.dtype, options=b.options) for b in t.fresh}
   real: dict = {slot.arg[0]: u.arg[0] for u, slot in slot_uops.items()}
   real.update(new_bufs)
   for v in {b for it in t.items for b in it.bufs if isinstance(b, SlotView)}:

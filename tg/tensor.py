@@ -17,6 +17,7 @@ from tg.movement import MovementMixin
 from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value_dtype
 from tg.processing import ProcessingMixin
 from tg.realize import capture_stack, run_schedule
+from tg.schedule import AS_IMAGE
 from tg.reduce import ReduceMixin
 from tg.schedule import buffer_of, contiguous_region
 from tg.schedule_cache import create_schedule
@@ -188,6 +189,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   # ---------------- graph plumbing ----------------
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)))
   def contiguous(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def _as_image(self) -> Tensor:
+    """contiguous(), kept as a 2-D image where the device has images and the shape fits (IMAGE=1's packed operands)."""
+    return self._new(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), AS_IMAGE))
   def contiguous_backward(self) -> Tensor: return self._new(UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self.uop,)))
   def clone(self) -> Tensor:
     """A copy in memory of its own (an assign to either never shows in the other; a multi-device or symbolic-size

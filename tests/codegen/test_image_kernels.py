@@ -1,0 +1,71 @@
+"""Kernels over images (IMAGE=1), without a device: the image a tensor becomes, the four lanes a kernel writing an
+image is pinned to, and the OpenCL C it renders (read_imagef / write_imagef); and IMAGE=1 on a device without images,
+where the same operands are plain buffers."""
+import numpy as np
+import pytest
+from ir.dtype import dtypes
+from ir.ops import Ops
+from ir.pattern import substitute
+from ir.uop import UOp
+from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
+from codegen.opencl import OpenCLRenderer
+from codegen.program import get_program
+from drivers.device import image_for
+from tg import Context, Tensor
+
+BIG = (16384, 16384)
+
+def test_image_for_gives_a_row_per_picture_line_within_the_limits():
+  assert image_for((2, 7, 6, 8), dtypes.float32, BIG) == image_for((2, 7, 6, 8), dtypes.float16, BIG)
+  assert (image_for((2, 7, 6, 8), dtypes.float32, BIG).height, image_for((2, 7, 6, 8), dtypes.float32, BIG).width) == (14, 12)
+  assert image_for((2, 7, 6, 8), dtypes.float32, (10, 16384)).width == 2         # rows of 12 pixels are too wide: the last axis alone
+  assert image_for((2, 7, 6, 8), dtypes.float32, (16384, 10)).height == 2        # 14 rows are too many: wider rows
+  assert image_for((2, 7, 6, 8), dtypes.float32, (1, 1)) is None
+  assert image_for((3, 6), dtypes.float32, BIG) is None                         # a pixel is 4 elements of the last axis
+  assert image_for((2, 8), dtypes.float64, BIG) is None and image_for((2, 8), dtypes.int32, BIG) is None
+  assert image_for((2, 8), dtypes.float32, None) is None                       # the device has no images
+
+def kernel_ast(t: Tensor) -> UOp:
+  (item,) = [i for i in t.schedule() if i.ast.op is Ops.SINK]
+  return item.ast
+
+def as_images(ast: UOp, images: dict[int, tuple[int, int]]) -> UOp:
+  """ast with the numbered globals turned into images of the given (height, width)."""
+  return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype.base.ptr(g.dtype.size, image=images[g.arg]), (), g.arg)
+                          for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL and g.arg in images})
+
+def test_a_kernel_writing_an_image_computes_whole_pixels():
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {0: (3, 2)})
+  k = Kernel(ast, OpenCLRenderer())
+  assert k.full_shape[k.vector_axis] == 4 and k.axis_types[k.vector_axis] is AxisType.UPCAST
+  other = next(a for a, t in enumerate(k.axis_types) if t is AxisType.GLOBAL)
+  k.apply_opt(Opt(OptOps.UPCAST, other, 2))
+  with pytest.raises(KernelOptError, match="channels"): k.apply_opt(Opt(OptOps.VECTORIZE, other + 1, 0))
+  with pytest.raises(KernelOptError, match="channels"): k.apply_opt(Opt(OptOps.PADTO, k.vector_axis, 8))
+  src = get_program(ast, OpenCLRenderer()).src
+  assert "write_only image2d_t data0" in src and "__global float *data1" in src
+  assert src.count("write_imagef(") == 1 and "(float4)(" in src
+
+def test_a_kernel_reading_an_image_reads_pixels():
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {1: (3, 2)})
+  src = get_program(ast, OpenCLRenderer()).src
+  assert "read_only image2d_t data1" in src and "__global float *data0" in src and "CLK_NORMALIZED_COORDS_FALSE" in src
+  assert "read_imagef(data1" in src
+
+def test_images_a_kernel_cannot_write_are_refused():
+  with pytest.raises(ValueError, match="multiple of 4"):  # 5 elements per row: no whole pixels
+    Kernel(as_images(kernel_ast(Tensor(np.ones((3, 5), np.float32)) * 2), {0: (1, 4)}), OpenCLRenderer())
+  t = Tensor(np.ones((2, 8), np.float32)).realize()
+  with pytest.raises(TypeError, match="read it or write it, not both"):
+    get_program(as_images(kernel_ast(t.assign(t + 1)), {0: (2, 2)}), OpenCLRenderer())
+
+def test_image_dot_and_conv_on_a_device_without_images_match_numpy():
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((2, 5, 6)).astype(np.float32), rng.standard_normal((6, 3)).astype(np.float32)
+  x, w = rng.standard_normal((1, 3, 5, 5)).astype(np.float32), rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+  with Context(IMAGE=1):
+    prod = Tensor(a) @ Tensor(b)
+    assert not [b for item in prod.schedule() for b in item.bufs if b.image is not None]
+    np.testing.assert_allclose(prod.numpy(), a @ b, rtol=1e-5, atol=1e-5)
+    conv = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
+  np.testing.assert_allclose(conv, Tensor(x).conv2d(Tensor(w), stride=2).numpy(), rtol=1e-5, atol=1e-5)
