@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 import cffi
-from ir.dtype import C_TYPES
+from ir.dtype import C_TYPES, dtypes
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
 from codegen.compiler import Compiler, CompileError
@@ -243,6 +243,7 @@ class CLDevice(Compiled):
       self.image_size = tuple(device_int(self.cl, self.device_id, p, "size_t") for p in (DEVICE_IMAGE2D_MAX_WIDTH, DEVICE_IMAGE2D_MAX_HEIGHT))
     self.context = checked("clCreateContext", self.cl.clCreateContext, ffi.NULL, 1, self.ids, ffi.NULL, ffi.NULL)
     self.queue = checked("clCreateCommandQueue", self.cl.clCreateCommandQueue, self.context, self.device_id, QUEUE_PROFILING_ENABLE)
+    if "cl_khr_fp64" not in extensions: self.unsupported_dtypes = frozenset((dtypes.float64,))
     renderer = OpenCLRenderer(fp16="cl_khr_fp16" in extensions, fp64="cl_khr_fp64" in extensions)
     super().__init__(device, CLAllocator(self), renderer, CLCompiler(self), lambda name, lib, spec: CLProgram(self, name, lib, spec))
   def synchronize(self) -> None: check(self.cl.clFinish(self.queue), "clFinish")

@@ -11,9 +11,11 @@
   suites;
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
-- DEV=CL (marked slow: `python3 -m pytest -q -m slow`): the OpenCL C renderer on a real OpenCL runtime (PoCL), which
-  compiles each new kernel in about a second, so the full suites take about half an hour cold on 2 cores; the
-  default run covers CL with tests/drivers/test_cl.py;
+- DEV=CL: the OpenCL C renderer on a real OpenCL runtime (PoCL), the JIT suite here (tests/drivers/test_cl.py and
+  test_cl_images.py cover the renderer's paths and images); PoCL builds each new kernel in about 0.3 s (clang parsing
+  its 900 KB opencl-c.h, linking its kernel library, running ld), so the whole op/nn/optim/JIT set (about 5000
+  distinct kernels, 25 minutes cold on 2 cores; the elementwise suite alone 6.5) is the slow run
+  (`python3 -m pytest -q -m slow`);
 - DEV=WEBGPU: the WGSL renderer on a real WebGPU runtime (wgpu-native on Mesa's lavapipe), the op, nn, optim and JIT
   suites, with the tests that need 64-bit dtypes or IEEE special values skipped there (skipped as a whole where no
   WebGPU adapter is installed);
@@ -37,10 +39,12 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]}
+        "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
+        "CL": ["tests/tg/test_jit.py"]}
 def available(run: str) -> bool:
+  from tests.drivers.test_cl import cl_available
   from tests.drivers.test_webgpu import webgpu_available
-  return run != "WEBGPU" or webgpu_available()
+  return {"WEBGPU": webgpu_available, "CL": cl_available}.get(run, lambda: True)()
 def run_env(run: str) -> dict[str, str]:
   """The environment of a run: DEV, and for a label ending in :xN, N GPUs in the NV or AMD model."""
   dev, _, count = run.partition(":x")
@@ -67,7 +71,7 @@ def runs(kernels, amd_programs):
 
 @pytest.mark.parametrize("dev", list(RUNS))
 def test_suites_pass_on(dev, runs):
-  if dev not in runs: pytest.skip(f"{dev} is not installed here (WEBGPU: pip install wgpu; apt-get install mesa-vulkan-drivers)")
+  if dev not in runs: pytest.skip(f"{dev} is not installed here (WEBGPU: pip install wgpu; apt-get install mesa-vulkan-drivers; CL: apt-get install pocl-opencl-icd)")
   code, out = runs[dev]
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
@@ -82,7 +86,7 @@ def test_every_instruction_of_every_amd_program_has_semantics(run, arch, runs, a
   names = check_code_dir(str(amd_programs), arch)
   assert sum(names.values()) > 10000 and len(names) > 100, names
 
-CL_SUITES = RUNS["WEBGPU"]
+CL_SUITES = OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]
 
 @pytest.mark.slow
 def test_suites_pass_on_cl():
