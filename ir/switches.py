@@ -101,3 +101,4 @@ NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if 
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)
 TC = ContextVar("TC", 1)  # 0: the heuristics and BEAM don't use tensor cores
 HCQDEV_WAIT_TIMEOUT_MS = ContextVar("HCQDEV_WAIT_TIMEOUT_MS", 30000)  # how long a queue wait may go without progress
+AMD_FIRMWARE_DIR = ContextVar("AMD_FIRMWARE_DIR", "/lib/firmware/amdgpu")  # where the AM driver finds linux-firmware's amdgpu files

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import usb.core
 from ir.switches import DEV
 from ir.target import parse_targets
+from drivers.amd import firmware, psp
 from drivers.amd.discovery import DiscoveryError
 from drivers.amd.pci_gpu import PCIGPU
 from drivers.pci import PCIAccess, SysfsFunction, bar_size
@@ -45,9 +46,19 @@ def gpu_lines(fn: PCIAccess) -> list[str]:
   """A bare GPU's video memory and IP blocks, read through its registers."""
   try:
     gpu = PCIGPU(fn)
+    ips = gpu.discovery()
     return [f"  {gpu.vram_bytes >> 20} MiB video memory"] + \
-           [f"  {ip.name:7s} {'.'.join(map(str, ip.version)):9s} instance {ip.instance}, registers at {', '.join(hex(b) for b in ip.bases)}" for ip in gpu.discovery()]
+           [f"  {ip.name:7s} {'.'.join(map(str, ip.version)):9s} instance {ip.instance}, registers at {', '.join(hex(b) for b in ip.bases)}" for ip in ips] + \
+           psp_lines(gpu, ips)
   except (OSError, PCIeError, DiscoveryError, TimeoutError) as e: return [f"  {type(e).__name__}: {e}"]
+
+def psp_lines(gpu: PCIGPU, ips) -> list[str]:
+  """Whether the PSP's secure OS runs, and whether the firmware file to start it is where the AM driver looks."""
+  if (mp0 := next((ip for ip in ips if ip.name == "MP0"), None)) is None: return ["  no MP0 (PSP) in the IP table"]
+  name = firmware.sos_file_name(mp0.version)
+  try: found = f"{name} found ({len(firmware.read(name))} bytes)"
+  except FileNotFoundError as e: found = str(e)
+  return [f"  PSP secure OS {'running' if psp.secure_os_running(gpu, mp0.bases[0]) else 'not started'}; {found}"]
 
 def bars_text(fn: BridgedFunction) -> str:
   """The sizes of a GPU's BARs 0 (video memory), 2 (doorbells) and 5 (registers), read by sizing them."""

@@ -28,6 +28,15 @@ class PCIGPU:
       out += struct.pack("<I", self.reg_read(MM_DATA))
     return bytes(out[:n])
 
+  def vram_write(self, pos: int, data: bytes) -> None:
+    """`data` into video memory at `pos` (4-byte aligned) through the MM_INDEX window, a dword at a time (the last one
+    padded with zeros)."""
+    padded = data + bytes(-len(data) % 4)
+    for i in range(0, len(padded), 4):
+      self.reg_write(MM_INDEX, (pos + i) & 0x7FFFFFFF | 0x80000000)
+      self.reg_write(MM_INDEX_HI, (pos + i) >> 31)
+      self.reg_write(MM_DATA, struct.unpack_from("<I", padded, i)[0])
+
   @property
   def vram_bytes(self) -> int: return self.reg_read(RCC_CONFIG_MEMSIZE) << 20
 

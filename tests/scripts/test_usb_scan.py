@@ -39,3 +39,5 @@ def test_amd_pci_scan_lists_the_gpu_behind_the_bridge_with_its_ip_versions():
   bare = run("amd_pci_scan.py", DEV="MOCKPCI+AMD")
   assert bare.returncode == 0 and re.search(r"^pci 0000:03:00.0 1002:744c driver none: BAR0 0x[0-9a-f]+ \(256 MiB\), BAR2 .*BAR5 0x[0-9a-f]+ \(1 MiB\)$", bare.stdout, re.M), bare.stdout
   assert dict(re.findall(r"^  (\w+)\s+(\d+\.\d+\.\d+) ", bare.stdout, re.M)) == listed and "no ASM24xx USB bridge" in bare.stdout
+  # MP0 13.0.0's secure OS isn't running on a GPU fresh from boot, and the file that starts it is looked for
+  assert "  PSP secure OS not started; AMD firmware psp_13_0_0_sos.bin not found in /nonexistent" in run("amd_pci_scan.py", DEV="MOCKPCI+AMD", AMD_FIRMWARE_DIR="/nonexistent").stdout

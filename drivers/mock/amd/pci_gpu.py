@@ -7,9 +7,12 @@ the layouts are include/discovery.h's)."""
 from __future__ import annotations
 import struct
 from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFunction
+from drivers.mock.amd.psp import PSPBootloader
 
 # register dword offsets in BAR5 (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
+FB_LOCATION_BASE = 0x8EC  # mmhub_3_0_0_offset.h regMMMC_VM_FB_LOCATION_BASE (from MMHUB's base): FB_BASE, 16 MiB units
+FB_BASE = 0x80_0000_0000  # where the model's video memory starts in memory-controller space (a driver must read it)
 BOOT_DONE = 1 << 31
 DISCOVERY_TMR_OFFSET = 64 << 10
 # discovery.h
@@ -42,20 +45,27 @@ def discovery_binary(ips: dict[int, tuple[str, tuple[int, int, int], int]]) -> b
   return head + struct.pack("<H", sum(body) & 0xFFFF) + body
 
 class AMDPCIGPU:
-  """The registers behind BAR5 and the video memory they reach (sparse: only what was written exists)."""
-  def __init__(self, vram_mib: int = 24 << 10, ips=NAVI31_IPS):
+  """The registers behind BAR5 and the video memory they reach (sparse: only what was written exists). `psp_firmware`
+  ({fw_type: bytes}) is what the PSP bootloader model accepts; `psp_answers=False` makes a PSP that never gets ready."""
+  def __init__(self, vram_mib: int = 24 << 10, ips=NAVI31_IPS, psp_firmware: dict[int, bytes] | None = None, psp_answers: bool = True):
     self.vram_mib, self.vram, self.regs = vram_mib, {}, {RCC_CONFIG_MEMSIZE: vram_mib, MP0_SMN_C2PMSG_33: BOOT_DONE}
     self.write_vram((vram_mib << 20) - DISCOVERY_TMR_OFFSET, discovery_binary(ips))
+    mp0, mmhub = (next(base for name, _, base in ips.values() if name == want) for want in ("MP0", "MMHUB"))
+    self.regs[mmhub + FB_LOCATION_BASE] = FB_BASE >> 24
+    self.psp = PSPBootloader(psp_firmware or {}, self.read_vram, vram_mib << 20, FB_BASE, psp_answers)
+    self.psp_regs = {mp0 + offset: offset for offset in self.psp.regs}
     self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20), 2: Bar(2 << 20), 5: Bar(1 << 20, wide=False, registers=self)})
 
   def write_vram(self, pos: int, data: bytes) -> None:
     for i, byte in enumerate(data): self.vram[pos + i] = byte
+  def read_vram(self, pos: int, n: int) -> bytes: return bytes(self.vram.get(pos + i, 0) for i in range(n))
   def _indexed(self) -> int: return (self.regs.get(MM_INDEX_HI, 0) << 31 | self.regs.get(MM_INDEX, 0) & 0x7FFFFFFF)
 
   # ---- BAR5 (Registers)
   def read(self, offset: int, size: int) -> bytes:
     reg = offset // 4
-    if reg == MM_DATA: value = int.from_bytes(bytes(self.vram.get(self._indexed() + i, 0) for i in range(4)), "little")
+    if reg == MM_DATA: value = int.from_bytes(self.read_vram(self._indexed(), 4), "little")
+    elif reg in self.psp_regs: value = self.psp.read(self.psp_regs[reg])
     else: value = self.regs.get(reg, 0)
     return value.to_bytes(4, "little")[offset % 4:offset % 4 + size]
   def write(self, offset: int, data: bytes) -> None:
@@ -63,11 +73,13 @@ class AMDPCIGPU:
     old = bytearray(self.read(reg * 4, 4))
     old[offset % 4:offset % 4 + len(data)] = data
     if reg == MM_DATA: self.write_vram(self._indexed(), bytes(old))
+    elif reg in self.psp_regs: self.psp.write(self.psp_regs[reg], int.from_bytes(old, "little"))
     else: self.regs[reg] = int.from_bytes(old, "little")
 
-def enumerated_gpu() -> PCIFunction:
-  """A Navi31 as the platform firmware leaves it on a PCI bus: BARs placed, memory decoding on, no driver bound."""
-  fn = AMDPCIGPU().function
+def enumerated_gpu(gpu: AMDPCIGPU | None = None) -> PCIFunction:
+  """A Navi31 (`gpu`, else a new one) as the platform firmware leaves it on a PCI bus: BARs placed, memory decoding
+  on, no driver bound."""
+  fn = (gpu or AMDPCIGPU()).function
   for i, base in ((0, 0x7C_0000_0000), (2, 0x7C_1000_0000)):
     fn.config_write(BAR0 + 4 * i, base & 0xFFFFFFFF)
     fn.config_write(BAR0 + 4 * i + 4, base >> 32)

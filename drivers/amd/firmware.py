@@ -1,0 +1,50 @@
+"""AMD's firmware files as linux-firmware ships them (amdgpu/*.bin, or .bin.xz): the common header every file starts
+with, and the PSP's table of components in psp_<ip>_sos.bin (amdgpu_ucode.h: common_firmware_header,
+psp_firmware_header_v2_0, psp_fw_bin_desc; amdgpu_psp.c parse_sos_bin_descriptor finds each component at
+ucode_array_offset_bytes + offset_bytes). Version 2.1 tables (an auxiliary set of components, MI300's) are refused."""
+from __future__ import annotations
+import lzma, pathlib, struct
+from ir.switches import AMD_FIRMWARE_DIR
+
+# common_firmware_header: size_bytes, header_size_bytes, header_version_major, _minor, ip_version_major, _minor,
+# ucode_version, ucode_size_bytes, ucode_array_offset_bytes, crc32
+COMMON_HEADER = "<IIHHHHIIII"
+BIN_DESC = "<IIII"  # psp_fw_bin_desc: fw_type, fw_version, offset_bytes, size_bytes
+# amdgpu_ucode.h enum psp_fw_type
+SOS, SYS_DRV, KDB, TOC, SPL, RL, SOC_DRV, INTF_DRV, DBG_DRV, RAS_DRV = range(1, 11)
+COMPONENT_NAMES = {SOS: "SOS", SYS_DRV: "SYS_DRV", KDB: "KDB", TOC: "TOC", SPL: "SPL", RL: "RL", SOC_DRV: "SOC_DRV",
+                   INTF_DRV: "INTF_DRV", DBG_DRV: "DBG_DRV", RAS_DRV: "RAS_DRV"}
+
+class FirmwareError(ValueError):
+  """A firmware file that doesn't hold what its header says: the file and the offset of what is wrong."""
+
+def sos_file_name(mp0_version: tuple[int, int, int]) -> str:
+  """psp_13_0_0_sos.bin for MP0 13.0.0 (amdgpu_ucode.c amdgpu_ucode_ip_version_decode names files by IP version)."""
+  return f"psp_{'_'.join(map(str, mp0_version))}_sos.bin"
+
+def read(name: str) -> bytes:
+  """The firmware file `name` (e.g. psp_13_0_0_sos.bin) from AMD_FIRMWARE_DIR, decompressing a .xz copy."""
+  folder = pathlib.Path(AMD_FIRMWARE_DIR.value)
+  if (path := folder / name).is_file(): return path.read_bytes()
+  if (packed := folder / f"{name}.xz").is_file(): return lzma.decompress(packed.read_bytes())
+  if (folder / f"{name}.zst").is_file(): raise FileNotFoundError(f"{folder / name}.zst is zstd-compressed: unpack it (zstd -d) next to it")
+  raise FileNotFoundError(f"AMD firmware {name} not found in {folder} (install linux-firmware, or point AMD_FIRMWARE_DIR at its amdgpu folder)")
+
+def psp_components(data: bytes, name: str = "the SOS file") -> dict[int, bytes]:
+  """{fw_type: bytes} of a psp_firmware_header_v2_0 file; FirmwareError names the file offset that is wrong."""
+  if len(data) < struct.calcsize(COMMON_HEADER) + 4: raise FirmwareError(f"{name}: {len(data)} bytes, shorter than a PSP v2 header")
+  size, _, major, minor, _, _, _, _, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, tg reads PSP component tables of version 2.0")
+  if size > len(data): raise FirmwareError(f"{name}: the header says {size} bytes at offset 0, the file has {len(data)}")
+  table_at = struct.calcsize(COMMON_HEADER)
+  (count,) = struct.unpack_from("<I", data, table_at)
+  first = table_at + 4
+  if first + count * struct.calcsize(BIN_DESC) > len(data): raise FirmwareError(f"{name}: {count} components at offset {first} run past the end")
+  out = {}
+  for i in range(count):
+    at = first + i * struct.calcsize(BIN_DESC)
+    fw_type, _, offset, length = struct.unpack_from(BIN_DESC, data, at)
+    start = array_at + offset
+    if start + length > len(data): raise FirmwareError(f"{name}: component {COMPONENT_NAMES.get(fw_type, fw_type)} (descriptor at offset {at}) runs past the end")
+    out[fw_type] = data[start:start + length]
+  return out

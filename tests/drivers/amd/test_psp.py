@@ -1,0 +1,104 @@
+"""The AM driver's first bring-up step: psp_<ip>_sos.bin's components (a file assembled here by hand from
+amdgpu_ucode.h's layouts) loaded through the PSP bootloader's C2PMSG handshake, against the bootloader model, over
+the bare-PCI machine and over the USB bridge; and a driver that gets the handshake wrong meets the model's rules."""
+import lzma, struct
+import pytest
+from ir.switches import Context
+from drivers.amd import firmware, psp
+from drivers.amd.firmware import FirmwareError, psp_components
+from drivers.amd.pci_gpu import PCIGPU
+from drivers.pci import SysfsFunction
+from drivers.mock.amd import psp as model_psp
+from drivers.mock import bare_pci_machine
+from drivers.mock.amd.pci_gpu import AMDPCIGPU, FB_BASE, NAVI31_IPS, enumerated_gpu
+from drivers.mock.usb.asm24 import ASM24Model
+from drivers.mock.usb.backend import ModelBackend
+from drivers.usb.asm24 import ASM24Bridge, BridgedFunction, find_bridges
+
+# fw_type (amdgpu_ucode.h enum psp_fw_type): KDB 3, SYS_DRV 2, SOC_DRV 7, SOS 1
+COMPONENTS = {3: b"key database" * 5, 2: b"system driver " * 20, 7: b"soc driver", 1: b"secure os image " * 30}
+MP0 = next(base for name, _, base in NAVI31_IPS.values() if name == "MP0")
+MMHUB = next(base for name, _, base in NAVI31_IPS.values() if name == "MMHUB")
+STAGING = 256 << 20
+
+def sos_file(components: dict[int, bytes], version=(2, 0)) -> bytes:
+  """A psp_firmware_header_v2_0 file: the 32-byte common header, the descriptor count and descriptors, then the
+  components one after another from ucode_array_offset_bytes."""
+  array_at = 32 + 4 + 16 * len(components)
+  descs, body = b"", b""
+  for fw_type, blob in components.items():
+    descs += struct.pack("<IIII", fw_type, 0x100 + fw_type, len(body), len(blob))
+    body += blob
+  size = array_at + len(body)
+  header = struct.pack("<IIHHHHIIII", size, array_at, *version, 13, 0, 0x3A, len(body), array_at, 0)
+  return header + struct.pack("<I", len(components)) + descs + body
+
+def test_the_sos_file_splits_into_its_components():
+  assert psp_components(sos_file(COMPONENTS)) == COMPONENTS
+
+@pytest.mark.parametrize("damage, message", [
+  (lambda b: b[:8] + struct.pack("<HH", 1, 0) + b[12:], "header version 1.0 at offset 8"),
+  (lambda b: b[:-10], "the header says .* bytes at offset 0"),
+  (lambda b: b[:36] + struct.pack("<IIII", 2, 0, 10_000, 5) + b[52:], "component SYS_DRV \\(descriptor at offset 36\\) runs past the end")])
+def test_a_damaged_sos_file_names_the_offset(damage, message):
+  with pytest.raises(FirmwareError, match=message): psp_components(damage(sos_file({2: b"x" * 64, 1: b"y" * 64})))
+
+def test_firmware_files_are_found_plain_or_xz_and_a_missing_one_says_where_it_looked(tmp_path):
+  (tmp_path / "psp_13_0_0_sos.bin").write_bytes(b"plain")
+  (tmp_path / "psp_13_0_0_ta.bin.xz").write_bytes(lzma.compress(b"packed"))
+  with Context(AMD_FIRMWARE_DIR=str(tmp_path)):
+    assert firmware.read("psp_13_0_0_sos.bin") == b"plain" and firmware.read("psp_13_0_0_ta.bin") == b"packed"
+    with pytest.raises(FileNotFoundError, match=f"smu_13_0_0.bin not found in {tmp_path}.*AMD_FIRMWARE_DIR"): firmware.read("smu_13_0_0.bin")
+
+def bare_pci_gpu(**kw) -> tuple[PCIGPU, AMDPCIGPU]:
+  """The driver's view of DEV=MOCKPCI's machine with a GPU whose PSP accepts COMPONENTS."""
+  model = AMDPCIGPU(psp_firmware=COMPONENTS, **kw)
+  system = bare_pci_machine()
+  system.pci_functions["0000:03:00.0"] = enumerated_gpu(model)
+  return PCIGPU(SysfsFunction(system, "0000:03:00.0")), model
+
+def test_the_driver_starts_the_secure_os_in_psp_hw_starts_order():
+  gpu, model = bare_pci_gpu()
+  assert psp.fb_base(gpu, MMHUB) == FB_BASE
+  loaded = psp.start_secure_os(gpu, MP0, psp.fb_base(gpu, MMHUB), psp_components(sos_file(COMPONENTS)), STAGING)
+  assert loaded == ["KDB", "SYS_DRV", "SOC_DRV", "SOS"] and model.psp.fault is None
+  assert model.psp.loaded == [3, 2, 7, 1] and psp.secure_os_running(gpu, MP0)
+  assert psp.start_secure_os(gpu, MP0, FB_BASE, COMPONENTS, STAGING) == []  # a warm GPU is left alone
+
+def test_over_the_usb_bridge_too():
+  model = AMDPCIGPU(psp_firmware=COMPONENTS)
+  (dev,) = find_bridges(ModelBackend([ASM24Model({(1, 0, 0): model.function})]))
+  gpu = PCIGPU(BridgedFunction(ASM24Bridge(dev)))
+  assert psp.start_secure_os(gpu, MP0, psp.fb_base(gpu, MMHUB), COMPONENTS, STAGING) == ["KDB", "SYS_DRV", "SOC_DRV", "SOS"]
+  assert model.psp.loaded == [3, 2, 7, 1]
+
+def test_a_psp_that_never_answers_times_out_naming_the_step():
+  gpu, model = bare_pci_gpu(psp_answers=False)
+  with pytest.raises(psp.PSPError, match="ready for KDB: MP0_SMN_C2PMSG_35 reads 0x00000000"):
+    psp.start_secure_os(gpu, MP0, FB_BASE, COMPONENTS, STAGING, wait_s=0.05)
+
+def test_a_driver_that_ignores_where_video_memory_starts_is_refused():
+  gpu, model = bare_pci_gpu()
+  with pytest.raises(psp.PSPError, match="the PSP bootloader to take KDB"):
+    psp.start_secure_os(gpu, MP0, 0, COMPONENTS, STAGING, wait_s=0.05)  # staging address without the FB base
+  assert "outside video memory" in model.psp.fault
+
+def test_a_driver_that_sends_the_secure_os_first_gets_no_sign_of_life():
+  """A wrong driver: the SOS command before the system driver (the handshake otherwise right)."""
+  gpu, model = bare_pci_gpu()
+  gpu.vram_write(STAGING, COMPONENTS[1])
+  gpu.reg_write(MP0 + psp.C2PMSG_36, (FB_BASE + STAGING) >> 20)
+  gpu.reg_write(MP0 + psp.C2PMSG_35, 0x20000)
+  assert not psp.secure_os_running(gpu, MP0) and model.psp.fault == "the secure OS was sent before the system driver"
+
+@pytest.mark.parametrize("command, fault", [(0x30000, "unknown bootloader command 0x30000"), (0x10000, "aren't component 2")])
+def test_a_wrong_command_or_wrong_bytes_leave_the_bootloader_busy(command, fault):
+  gpu, model = bare_pci_gpu()
+  gpu.vram_write(STAGING, COMPONENTS[3])  # KDB's bytes, whatever the command says
+  gpu.reg_write(MP0 + psp.C2PMSG_36, (FB_BASE + STAGING) >> 20)
+  gpu.reg_write(MP0 + psp.C2PMSG_35, command)
+  assert not gpu.reg_read(MP0 + psp.C2PMSG_35) & psp.BOOTLOADER_READY and fault in model.psp.fault
+
+def test_the_model_decodes_commands_with_its_own_table():
+  assert {model_psp.COMMANDS[c]: c for c in model_psp.COMMANDS} == {t: c for t, c in psp.LOAD_ORDER}
+  assert [model_psp.COMMANDS[c] for c in model_psp.COMMANDS] == [t for t, _ in psp.LOAD_ORDER]
