@@ -102,3 +102,37 @@ def test_a_wrong_command_or_wrong_bytes_leave_the_bootloader_busy(command, fault
 def test_the_model_decodes_commands_with_its_own_table():
   assert {model_psp.COMMANDS[c]: c for c in model_psp.COMMANDS} == {t: c for t, c in psp.LOAD_ORDER}
   assert [model_psp.COMMANDS[c] for c in model_psp.COMMANDS] == [t for t, _ in psp.LOAD_ORDER]
+
+RING = STAGING + (1 << 20)
+
+def started_gpu() -> tuple[PCIGPU, AMDPCIGPU]:
+  gpu, model = bare_pci_gpu()
+  psp.start_secure_os(gpu, MP0, FB_BASE, COMPONENTS, STAGING)
+  return gpu, model
+
+def test_the_secure_os_takes_its_kernel_mode_ring():
+  gpu, model = started_gpu()
+  psp.create_ring(gpu, MP0, psp.fb_base(gpu, MMHUB), RING)
+  assert model.psp.ring == (RING, 0x1000) and model.psp.fault is None
+
+def test_a_ring_before_the_secure_os_runs_times_out():
+  gpu, model = bare_pci_gpu()
+  with pytest.raises(psp.PSPError, match="ready for ring creation: MP0_SMN_C2PMSG_64 reads 0x00000000"): psp.create_ring(gpu, MP0, FB_BASE, RING, wait_s=0.05)
+
+@pytest.mark.parametrize("write, fault", [
+  ({psp.C2PMSG_64: 1 << 16}, "only the kernel-mode ring"),                           # the user-mode ring's type
+  ({psp.C2PMSG_71: 100, psp.C2PMSG_64: 2 << 16}, "ring size 100 isn't whole 64-byte frames"),
+  ({psp.C2PMSG_70: 0, psp.C2PMSG_71: 0x1000, psp.C2PMSG_64: 2 << 16}, "outside video memory")])  # the address without its high half
+def test_a_wrong_ring_is_refused_with_a_status(write, fault):
+  gpu, model = started_gpu()
+  address = FB_BASE + RING
+  regs = {psp.C2PMSG_69: address & 0xFFFFFFFF, psp.C2PMSG_70: address >> 32, psp.C2PMSG_71: 0x1000, **write}
+  for reg in (psp.C2PMSG_69, psp.C2PMSG_70, psp.C2PMSG_71, psp.C2PMSG_64):
+    if reg in regs: gpu.reg_write(MP0 + reg, regs[reg])
+  answer = gpu.reg_read(MP0 + psp.C2PMSG_64)
+  assert answer & psp.RESPONSE and answer & psp.STATUS_MASK and fault in model.psp.fault and model.psp.ring is None
+
+def test_the_driver_reports_the_status_of_a_refused_ring():
+  gpu, model = started_gpu()
+  with pytest.raises(psp.PSPError, match="refused the ring at 0x8600000000: status 0x0001"):
+    psp.create_ring(gpu, MP0, FB_BASE, model.vram_mib << 20)  # past the end of video memory
