@@ -26,6 +26,18 @@ def _conv_padding(padding, n: int) -> list[tuple[int, int]]:
   if len(padding) == 2 * n: return [(padding[2 * i], padding[2 * i + 1]) for i in range(n)][::-1]
   raise ValueError(f"padding {padding} doesn't fit {n} spatial dims")
 
+def _as_matrices(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor, bool, bool]:
+  """A matmul's operands with 1-d ones made a row (x) and a column (w), and whether the result loses those dims."""
+  if x.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-d tensors, got {x.shape} and {w.shape}")
+  k, wk = x.shape[-1], w.shape[-2] if w.ndim > 1 else w.shape[0]
+  if k != wk: raise ValueError(f"matmul shapes {x.shape} and {w.shape} don't match: inner dimensions {k} and {wk}")
+  return x.reshape(1, k) if x.ndim == 1 else x, w.reshape(k, 1) if w.ndim == 1 else w, x.ndim == 1, w.ndim == 1
+
+def _squeezed(out: Tensor, rows: bool, cols: bool) -> Tensor:
+  """A matmul's result without the row (of a 1-d x) and column (of a 1-d w) it was computed with."""
+  if cols: out = out.squeeze(-1)
+  return out.squeeze(-2 if not cols else -1) if rows else out
+
 def _stored_as_image(t: Tensor) -> Tensor:
   """t stored as an image (Tensor._as_image), in halves with FLOAT16=1 (read back as t's dtype)."""
   return t.cast(dtypes.float16)._as_image().cast(t.dtype) if FLOAT16 and t.dtype != dtypes.float16 else t._as_image()
@@ -85,41 +97,27 @@ class ProcessingMixin:
 
   # ---------------- products ----------------
   def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
-    x = self
-    if x.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-d tensors, got {x.shape} and {w.shape}")
+    """self @ w: 1-d operands are a row and a column, leading dims broadcast; with IMAGE=1 (floats) an image_dot."""
+    if IMAGE and dtypes.is_float(self.dtype) and dtypes.is_float(w.dtype): return self.image_dot(w, dtype)
+    x, w, squeeze_rows, squeeze_cols = _as_matrices(self, w)
     k = x.shape[-1]
-    wk = w.shape[-2] if w.ndim > 1 else w.shape[0]
-    if k != wk: raise ValueError(f"matmul shapes {x.shape} and {w.shape} don't match: inner dimensions {k} and {wk}")
-    if IMAGE and dtypes.is_float(x.dtype) and dtypes.is_float(w.dtype): return x.image_dot(w, dtype)
-    squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
-    if squeeze_rows: x = x.reshape(1, k)
-    if squeeze_cols: w = w.reshape(k, 1)
     if (lanes := _panel_width(x, w)):
       # for CPU caches: copy w into column panels (lanes wide, contiguous along k), so the kernel reads each panel
       # sequentially instead of one row of w per step (rows of w far apart thrash the cache and TLB)
       m = w.shape[1]
       panels = w.reshape(k, m // lanes, lanes).permute(1, 0, 2).contiguous()                         # (m/lanes, k, lanes)
       xs = x.reshape(*x.shape[:-1], 1, 1, k)                                                           # (..., n, 1, 1, k)
-      out = (xs * panels.permute(0, 2, 1).reshape(1, m // lanes, lanes, k)).sum(-1, dtype=dtype)
-      out = out.reshape(*x.shape[:-1], m)
-      if squeeze_cols: out = out.squeeze(-1)
-      return out.squeeze(-2 if not squeeze_cols else -1) if squeeze_rows else out
-    x = x.reshape(*x.shape[:-1], 1, k)                       # (..., n, 1, k)
-    wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
-    out = (x * wt).sum(-1, dtype=dtype)
-    if squeeze_cols: out = out.squeeze(-1)
-    if squeeze_rows: out = out.squeeze(-2 if not squeeze_cols else -1)
-    return out
+      out = (xs * panels.permute(0, 2, 1).reshape(1, m // lanes, lanes, k)).sum(-1, dtype=dtype).reshape(*x.shape[:-1], m)
+    else:
+      wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
+      out = (x.reshape(*x.shape[:-1], 1, k) * wt).sum(-1, dtype=dtype)  # (..., n, 1, k) * (..., 1, m, k)
+    return _squeezed(out, squeeze_rows, squeeze_cols)
   def matmul(self, w: Tensor, dtype: DType | str | None = None) -> Tensor: return self.dot(w, dtype)
   def image_dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """self @ w as a 1x1 image_conv2d (what dot does with IMAGE=1): the rows of self are the pixels of a one-column
     input, the columns of w the output channels; batched operands are the groups of one convolution."""
-    x, k = self, self.shape[-1]
-    if x.ndim == 0 or w.ndim == 0 or (w.shape[-2] if w.ndim > 1 else w.shape[0]) != k: raise ValueError(f"can't image_dot {x.shape} and {w.shape}")
-    squeeze_rows, squeeze_cols = x.ndim == 1, w.ndim == 1
-    if squeeze_rows: x = x.reshape(1, k)
-    if squeeze_cols: w = w.reshape(k, 1)
-    n = w.shape[-1]
+    x, w, squeeze_rows, squeeze_cols = _as_matrices(self, w)
+    k, n = x.shape[-1], w.shape[-1]
     if w.ndim == 2:
       rows = x.reshape(-1, k)
       out = rows.transpose().reshape(1, k, rows.shape[0], 1).image_conv2d(w.transpose().reshape(n, k, 1, 1), dtype=dtype)
@@ -130,8 +128,7 @@ class ProcessingMixin:
       xs, ws = x.expand(*batch, m, k).reshape(groups, m, k), w.expand(*batch, k, n).reshape(groups, k, n)
       out = xs.permute(0, 2, 1).reshape(1, groups * k, m, 1).image_conv2d(ws.permute(0, 2, 1).reshape(groups * n, k, 1, 1), groups=groups, dtype=dtype)
       out = out.reshape(groups, n, m).permute(0, 2, 1).reshape(*batch, m, n)
-    if squeeze_cols: out = out.squeeze(-1)
-    return out.squeeze(-2 if not squeeze_cols else -1) if squeeze_rows else out
+    return _squeezed(out, squeeze_rows, squeeze_cols)
   def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """self @ weight + bias, with weight of shape (in, out) (a 1-d weight scales elementwise)."""
     out = self * weight if weight.ndim == 1 else self.dot(weight)
