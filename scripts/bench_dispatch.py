@@ -1,15 +1,19 @@
 """The JIT's dispatch overhead: a TinyJit function of 100 tiny dependent kernels (one element each, so the kernels
 themselves cost next to nothing), replayed; prints microseconds per kernel for the replay as a whole (waiting for
 the device) and for the host's share (submitting only), on the default device, next to an eager run of the same
-kernels. Switches: KERNELS (default 100), REPLAYS (default 50)."""
+kernels (one realize for all, and a realize per kernel, alone and with LIVE other realized tensors alive, as a
+model's weights are). Switches: KERNELS (default
+100), REPLAYS (default 50), LIVE (default 10000)."""
 from __future__ import annotations
 import os, statistics, time
 import numpy as np
 from tg import Device, Tensor, TinyJit
 from script_help import exit_on_help
 
-def chain(x: Tensor, n: int) -> Tensor:
-  for i in range(n): x = (x * 1.0001 + i).contiguous()  # contiguous: one kernel per step
+def chain(x: Tensor, n: int, realize_each: bool = False) -> Tensor:
+  for i in range(n):
+    x = (x * 1.0001 + i).contiguous()  # contiguous: one kernel per step
+    if realize_each: x.realize()
   return x
 
 if __name__ == "__main__":
@@ -29,14 +33,22 @@ if __name__ == "__main__":
     done = time.perf_counter()
     host.append(submitted - st)
     whole.append(done - st)
-  eager = []
-  for _ in range(5):
-    st = time.perf_counter()
-    chain(x, n).realize()
-    dev.synchronize()
-    eager.append(time.perf_counter() - st)
+  def eager_run(realize_each: bool) -> float:
+    """Median seconds of 5 eager runs of the chain."""
+    times = []
+    for _ in range(5):
+      st = time.perf_counter()
+      chain(x, n, realize_each).realize()
+      dev.synchronize()
+      times.append(time.perf_counter() - st)
+    return statistics.median(times)
+  eager, eager_each = eager_run(False), eager_run(True)
+  held = [Tensor.empty(4) for _ in range(int(os.environ.get("LIVE", 10000)))]
+  eager_each_held = eager_run(True)
   print(f"{Device.DEFAULT}: {n} one-element kernels, median of {replays} replays (eager: median of 5 runs)")
-  print(f"{'':24s} {'us/kernel':>10s}")
-  print(f"{'JIT replay, to done':24s} {statistics.median(whole) / n * 1e6:10.2f}")
-  print(f"{'JIT replay, host only':24s} {statistics.median(host) / n * 1e6:10.2f}")
-  print(f"{'eager (no JIT)':24s} {statistics.median(eager) / n * 1e6:10.2f}")
+  print(f"{'':32s} {'us/kernel':>10s}")
+  print(f"{'JIT replay, to done':32s} {statistics.median(whole) / n * 1e6:10.2f}")
+  print(f"{'JIT replay, host only':32s} {statistics.median(host) / n * 1e6:10.2f}")
+  print(f"{'eager (no JIT)':32s} {eager / n * 1e6:10.2f}")
+  print(f"{'eager, realize per kernel':32s} {eager_each / n * 1e6:10.2f}")
+  print(f"{f'  the same, {len(held)} tensors live':32s} {eager_each_held / n * 1e6:10.2f}")

@@ -147,7 +147,7 @@ class CapturedJit:
       if isinstance(step, GraphBatch): step.run(inputs, var_vals)
       else: ExecItem(step.runner, [inputs[self.slots[id(b)]] if id(b) in self.slots else b for b in step.bufs], {**step.var_vals, **var_vals} if var_vals else step.var_vals).run(jit=True)
     if var_vals:
-      for t in _output_tensors(self.ret): t.uop = _rebound(t.uop, var_vals)
+      for t in _output_tensors(self.ret): t._point_at(_rebound(t.uop, var_vals))
     return self.ret
 
 class TinyJit:

@@ -40,6 +40,9 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   scalar, nested lists, bytes, a numpy array, a pathlib.Path (a DISK tensor) or a UOp."""
   __slots__ = ("uop", "requires_grad", "grad", "_leaf", "_aliases", "__weakref__")
   _live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+  # the live tensors whose graph may need a realize's results (every one not known to read a buffer), by id: a
+  # WeakSet would compare tensors with ==, which is elementwise
+  _pending: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
   __array_ufunc__ = None  # numpy defers to the Tensor's reflected operators (np.float32(2) * t is a Tensor, not an object array)
 
   def __init__(self, data: Any, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
@@ -63,12 +66,18 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if devices and len(devices) > 1 and not isinstance(data, UOp): uop = shard_uop(uop, devices, None)
     # _aliases: graph nodes that named this leaf before a realize or an assign moved it (held weakly: only graphs built
     # from them need them), so gradients of those graphs still reach it
-    self.uop, self.grad, self._aliases = uop, None, None
+    self.grad, self._aliases = None, None
+    self._point_at(uop)
     # None: never set (autograd treats it as False; an optimizer given this tensor trains it); True/False: explicit
     self.requires_grad: bool | None = requires_grad
     self._leaf = True
     if requires_grad and not dtypes.is_float(uop.dtype): raise RuntimeError(f"only floating point tensors can require gradients, got {uop.dtype}")
     Tensor._live.add(self)
+
+  def _point_at(self, uop: UOp) -> None:
+    """Make `uop` this tensor's graph (the one place that changes it)."""
+    self.uop = uop
+    if uop.base.op is not Ops.BUFFER: Tensor._pending[id(self)] = self
 
   @staticmethod
   def _from_sequence(data: Sequence, device: str, dtype: DType | None) -> UOp:
@@ -131,7 +140,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def realize_all(*tensors: Tensor) -> None:
     first: dict[UOp, Tensor] = {}
     for t in tensors:  # distinct tensors computing one value (two Tensor.zeros(3)) each get memory of their own
-      if not _is_realized(t.uop) and first.setdefault(t.uop, t) is not t and t._own_buffer_possible(): t.uop = t._into_new_buffer()
+      if not _is_realized(t.uop) and first.setdefault(t.uop, t) is not t and t._own_buffer_possible(): t._point_at(t._into_new_buffer())
     targets = dedup(t.uop for t in tensors if not _is_realized(t.uop))
     if not targets: return
     plan = distribute(targets)  # multi-device tensors as one graph per device
@@ -210,7 +219,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if self.grad is not None: out.grad = self.grad.to(device)
     return out
   def to_(self, device: str | None) -> Tensor:
-    self.uop = self.to(device).uop
+    self._point_at(self.to(device).uop)
     return self
   def cpu(self) -> Tensor: return self.to("CPU")
   def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
@@ -222,11 +231,11 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if len(devices) == 1: return self.to(devices[0])
     return self._new(shard_uop(self.uop, devices, None if axis is None else self._axis(axis)))
   def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
-    self.uop = self.shard(devices, axis).uop
+    self._point_at(self.shard(devices, axis).uop)
     return self
   def replace(self, x: Tensor) -> Tensor:
     if x.shape != self.shape: raise ValueError(f"replace needs the same shape, got {x.shape} for {self.shape}")
-    self.uop = x.uop
+    self._point_at(x.uop)
     return self
   def assign(self, x: Any) -> Tensor:
     """Write x into self's memory (in place when self is realized); x is broadcast and cast to self."""
@@ -236,7 +245,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     x = x._broadcast_to(self.shape)
     if self.requires_grad and self._leaf: self._remember_alias()
     elif x.requires_grad: self.requires_grad, self._leaf = True, False  # as torch's copy_: the value's graph flows through
-    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)) if _is_realized(self.uop) else x.uop
+    self._point_at(UOp(Ops.ASSIGN, self.dtype, (self.uop, x.uop)) if _is_realized(self.uop) else x.uop)
     return self
   def _remember_alias(self) -> None:
     if self._aliases is None: self._aliases = weakref.WeakSet()
@@ -313,15 +322,19 @@ def _apply_becomes(becomes: dict[UOp, UOp], realized: dict[UOp, Tensor]) -> None
   that was realized stays as it is: it was made on its own (a second Tensor.zeros(3)), and sharing the buffer would
   let an assign to one change the other."""
   memo: dict[UOp, UOp] = {}
-  for t in list(Tensor._live):
-    if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: continue
+  # a tensor reading a buffer changes only when it is one of those realized (a view of a buffer, copied into its own)
+  for t in {**Tensor._pending, **{id(t): t for t in realized.values()}}.values():
+    if t.uop.base.op is Ops.BUFFER and t.uop not in becomes:
+      Tensor._pending.pop(id(t), None)
+      continue
     if (owner := realized.get(t.uop)) is not None and owner is not t: continue
     new = _substituted(t.uop, becomes, memo)
     if new is not t.uop:
       if t.requires_grad:
         if t._leaf: t._remember_alias()  # graphs built before this realize still name the leaf by its old node
         else: _grad_origins[new] = t.uop
-      t.uop = new
+      t._point_at(new)
+      if new.base.op is Ops.BUFFER: Tensor._pending.pop(id(t), None)
 
 # a realized non-leaf's buffer view -> the graph that computed it, so gradients can flow through realized tensors
 _grad_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()

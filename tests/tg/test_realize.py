@@ -1,6 +1,8 @@
-"""The realize loop's caches stay bounded: compiled kernels and binaries are dropped least recently used first."""
+"""The realize loop: its caches stay bounded (compiled kernels and binaries are dropped least recently used first),
+and a realize visits only the live tensors that may need its results."""
 import numpy as np
 import pytest
+from ir.ops import Ops
 from tg import Tensor, Device, realize
 from codegen import compiler
 
@@ -35,3 +37,16 @@ def test_profile_records_kernels_of_devices_that_time_them_alone():
   with Context(PROFILE=1): (Tensor.ones(8, device="NULL").contiguous() * 2).realize()
   new = [e for e in profile_events[before:] if e.device == "NULL"]
   assert [e.name[:2] for e in new] == ["E_"] * len(new) and new and all(e.start_us <= e.end_us for e in new)
+
+def test_only_tensors_that_may_need_a_realizes_results_are_visited_by_it():
+  """A realize updates the live tensors whose graphs may contain what it computed; tensors reading buffers (a model's
+  weights) are not among them, so a realize costs the same however many of those are alive."""
+  weights = [Tensor.ones(3).contiguous().realize() for _ in range(3)] + [Tensor.empty(2)]
+  lazy = weights[0] * 2
+  reader = lazy + 1  # reads lazy's node: realizing lazy must point it at lazy's new buffer
+  assert all(id(w) not in Tensor._pending for w in weights) and id(lazy) in Tensor._pending
+  lazy.realize()
+  assert id(lazy) not in Tensor._pending and id(reader) in Tensor._pending
+  assert any(u.op is Ops.BUFFER and u.arg[0] is lazy.uop.base.arg[0] for u in reader.uop.toposort())
+  np.testing.assert_array_equal(reader.numpy(), [3, 3, 3])
+  assert id(reader) not in Tensor._pending
