@@ -7,7 +7,7 @@ the layouts are include/discovery.h's)."""
 from __future__ import annotations
 import struct
 from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFunction
-from drivers.mock.amd.psp import PSPBootloader
+from drivers.mock.amd.psp import PSPModel
 
 # register dword offsets in BAR5 (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
@@ -52,7 +52,7 @@ class AMDPCIGPU:
     self.write_vram((vram_mib << 20) - DISCOVERY_TMR_OFFSET, discovery_binary(ips))
     mp0, mmhub = (next(base for name, _, base in ips.values() if name == want) for want in ("MP0", "MMHUB"))
     self.regs[mmhub + FB_LOCATION_BASE] = FB_BASE >> 24
-    self.psp = PSPBootloader(psp_firmware or {}, self.read_vram, vram_mib << 20, FB_BASE, psp_answers)
+    self.psp = PSPModel(psp_firmware or {}, self.read_vram, self.write_vram, vram_mib << 20, FB_BASE, psp_answers)
     self.psp_regs = {mp0 + offset: offset for offset in self.psp.regs}
     self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20), 2: Bar(2 << 20), 5: Bar(1 << 20, wide=False, registers=self)})
 

@@ -1,5 +1,5 @@
-"""The PSP bootloader of an RDNA3 GPU (MP0 13.0.0) before its secure OS runs, as a register-level state machine on
-MP0's C2PMSG registers. Its rules, from amdgpu's side of the handshake:
+"""The PSP of an RDNA3 GPU (MP0 13.0.0), from its bootloader to its secure OS's command ring, as a state machine on
+MP0's C2PMSG registers and the video memory they point at. Its rules, from amdgpu's side of the handshake:
 - C2PMSG_35 bit 31 reads 1 while the bootloader waits for a command (psp_v13_0.c psp_v13_0_wait_for_bootloader);
 - a command written to C2PMSG_35 loads one component from memory-controller address C2PMSG_36 << 20
   (psp_v13_0_bootloader_load_*; amdgpu_psp.h enum psp_bootloader_cmd names the commands);
@@ -8,11 +8,17 @@ MP0's C2PMSG registers. Its rules, from amdgpu's side of the handshake:
 - the running secure OS sets C2PMSG_64 bit 31 when it is ready for its ring, takes the ring's address (C2PMSG_69/70)
   and size (C2PMSG_71) with the command KM ring << 16 in C2PMSG_64, and answers with bit 31 and a status
   (psp_v13_0_ring_create): the model refuses, with a nonzero status, any other ring type, a size that isn't whole
-  64-byte frames, or a ring outside video memory.
+  64-byte frames, or a ring outside video memory;
+- commands come through that ring (amdgpu_psp.c psp_ring_cmd_submit): C2PMSG_67, the write pointer in dwords, moves
+  past 64-byte frames that point at a 4 KiB-aligned 1024-byte command buffer and at a fence; the secure OS runs the
+  command, writes its status into the buffer's response and the frame's value to the fence. The model takes
+  SETUP_TMR (a 1 MiB-aligned region inside video memory, given by MC address and by offset alike) and, once a TMR
+  exists, LOAD_IP_FW (psp_hw_start sets up the TMR before loading firmware); anything else is refused with a status.
 A real PSP checks AMD's signature on each component; the model instead compares the bytes at that address with the
 component of the firmware it was built with. A command it rejects (unknown, out of order, bytes that don't match, an
 address outside video memory) leaves it busy, never ready again, which amdgpu sees as a timeout; `fault` says why."""
 from __future__ import annotations
+import struct
 
 # MP0 register offsets, mp_13_0_0_offset.h
 REG_C2PMSG_35, REG_C2PMSG_36, REG_C2PMSG_81 = 0x63, 0x64, 0x91
@@ -22,25 +28,42 @@ READY = 1 << 31
 # answer sets bit 31 with a status in bits 15:0, which amdgpu requires to be 0
 KM_RING_TYPE, FRAME_BYTES = 2, 64  # psp_gfx_if.h: a struct psp_gfx_rb_frame is 64 bytes; rings hold whole frames
 BAD_RING = 0x1  # the model's status for a ring it refuses (amdgpu only tests for nonzero)
+REG_C2PMSG_67 = 0x83  # the ring's write pointer in dwords (psp_v13_0_ring_set_wptr)
+# psp_gfx_if.h: struct psp_gfx_cmd_resp (1024 bytes: cmd_id at 8, fields at 28, response status at 864), frames as
+# cmd_buf_addr_lo/hi, cmd_buf_size, fence_addr_lo/hi, fence_value; command buffers "must be 4 KB aligned"
+CMD_RESP_BYTES, AT_CMD_ID, AT_FIELDS, AT_STATUS = 1024, 8, 28, 864
+SETUP_TMR, LOAD_IP_FW = 0x5, 0x6  # enum psp_gfx_cmd_id
+TMR_ALIGNMENT = 0x100000  # amdgpu_psp.h PSP_TMR_ALIGNMENT
+REFUSED = 0xFFFF0001  # the model's response status for a command it refuses (amdgpu treats any nonzero as failure)
 # amdgpu_ucode.h enum psp_fw_type -> amdgpu_psp.h enum psp_bootloader_cmd, in psp_hw_start's order
 KDB, SPL, SYS_DRV, SOC_DRV, INTF_DRV, DBG_DRV, RAS_DRV, SOS = 3, 5, 2, 7, 8, 9, 10, 1
 COMMANDS = {0x80000: KDB, 0x10000000: SPL, 0x10000: SYS_DRV, 0xB0000: SOC_DRV, 0xD0000: INTF_DRV, 0xC0000: DBG_DRV, 0xE0000: RAS_DRV, 0x20000: SOS}
 ORDER = list(COMMANDS.values())
 SIGN_OF_LIFE = 0x1  # any nonzero value: amdgpu only tests C2PMSG_81 != 0
 
-class PSPBootloader:
-  """`firmware`: {fw_type: bytes} the model accepts; `vram_read(offset, n)` and `fb_base` place the staging buffer."""
-  def __init__(self, firmware: dict[int, bytes], vram_read, vram_bytes: int, fb_base: int, answers: bool = True):
-    self.firmware, self.vram_read, self.vram_bytes, self.fb_base, self.answers = firmware, vram_read, vram_bytes, fb_base, answers
+class PSPModel:
+  """`firmware`: {fw_type: bytes} the model accepts; `vram_read(offset, n)`, `vram_write(offset, data)` and
+  `fb_base` (video memory's MC address) reach the buffers the driver points it at."""
+  def __init__(self, firmware: dict[int, bytes], vram_read, vram_write, vram_bytes: int, fb_base: int, answers: bool = True):
+    self.firmware, self.vram_read, self.vram_write, self.vram_bytes, self.fb_base = firmware, vram_read, vram_write, vram_bytes, fb_base
     self.regs = {REG_C2PMSG_35: READY if answers else 0, REG_C2PMSG_36: 0, REG_C2PMSG_81: 0,
-                 REG_C2PMSG_64: 0, REG_C2PMSG_69: 0, REG_C2PMSG_70: 0, REG_C2PMSG_71: 0}
+                 REG_C2PMSG_64: 0, REG_C2PMSG_67: 0, REG_C2PMSG_69: 0, REG_C2PMSG_70: 0, REG_C2PMSG_71: 0}
     self.ring: tuple[int, int] | None = None  # (video memory offset, bytes) of the ring the secure OS took
+    self.rptr = 0                               # dwords of the ring the secure OS has read
+    self.tmr: tuple[int, int] | None = None    # (video memory offset, bytes) of its trusted memory region
+    self.ip_firmware: list[tuple[int, bytes]] = []  # (psp_gfx_fw_type, bytes) of each firmware load taken
     self.loaded: list[int] = []
     self.fault: str | None = None
 
   def read(self, reg: int) -> int: return self.regs[reg]
   def write(self, reg: int, value: int) -> None:
     if reg == REG_C2PMSG_64: return self._ring_command(value)
+    if reg == REG_C2PMSG_67 and self.ring is not None:
+      self.regs[reg] = value
+      while self.rptr != value:
+        self._run_frame(self.ring[0] + self.rptr * 4)
+        self.rptr = (self.rptr + FRAME_BYTES // 4) % (self.ring[1] // 4)
+      return
     if reg != REG_C2PMSG_35:
       self.regs[reg] = value
       return
@@ -54,6 +77,40 @@ class PSPBootloader:
     self.loaded.append(COMMANDS[value])
     if COMMANDS[value] == SOS: self.regs[REG_C2PMSG_81], self.regs[REG_C2PMSG_64] = SIGN_OF_LIFE, READY
     else: self.regs[REG_C2PMSG_35] = READY
+
+  def _run_frame(self, at: int) -> None:
+    cmd_lo, cmd_hi, cmd_size, fence_lo, fence_hi, fence_value = struct.unpack("<6I", self.vram_read(at, 24))
+    cmd, fence = (cmd_hi << 32 | cmd_lo) - self.fb_base, (fence_hi << 32 | fence_lo) - self.fb_base
+    if not 0 <= fence <= self.vram_bytes - 4: return self._refuse(f"frame at {at:#x}: fence outside video memory")
+    if cmd % 4096 or cmd_size != CMD_RESP_BYTES or not 0 <= cmd <= self.vram_bytes - CMD_RESP_BYTES:
+      return self._refuse(f"frame at {at:#x}: command buffer at offset {cmd:#x} of {cmd_size} bytes (a 4 KiB-aligned {CMD_RESP_BYTES}-byte buffer in video memory)")
+    status = self._command(self.vram_read(cmd, CMD_RESP_BYTES))
+    self.vram_write(cmd + AT_STATUS, struct.pack("<I", status))
+    self.vram_write(fence, struct.pack("<I", fence_value))
+
+  def _refuse(self, problem: str) -> None: self.fault = self.fault or problem  # nothing is written back: the fence never comes
+
+  def _command(self, buf: bytes) -> int:
+    """Run one psp_gfx_cmd_resp; its response status (0: done)."""
+    (cmd_id,) = struct.unpack_from("<I", buf, AT_CMD_ID)
+    if cmd_id == SETUP_TMR:
+      lo, hi, size, flags, phys_lo, phys_hi = struct.unpack_from("<6I", buf, AT_FIELDS)
+      offset = (hi << 32 | lo) - self.fb_base
+      if offset % TMR_ALIGNMENT or not size or not 0 <= offset <= self.vram_bytes - size or (phys_hi << 32 | phys_lo) != offset or not flags & 2:
+        self.fault = f"SETUP_TMR at MC {hi << 32 | lo:#x} ({size} bytes, offset {phys_hi << 32 | phys_lo:#x}, flags {flags:#x}) refused"
+        return REFUSED
+      self.tmr = (offset, size)
+      return 0
+    if cmd_id == LOAD_IP_FW:
+      lo, hi, size, fw_type = struct.unpack_from("<4I", buf, AT_FIELDS)
+      offset = (hi << 32 | lo) - self.fb_base
+      if self.tmr is None or not 0 <= offset <= self.vram_bytes - size:
+        self.fault = f"LOAD_IP_FW of type {fw_type} refused: {'no trusted memory region yet' if self.tmr is None else 'firmware outside video memory'}"
+        return REFUSED
+      self.ip_firmware.append((fw_type, self.vram_read(offset, size)))
+      return 0
+    self.fault = f"unknown PSP command {cmd_id:#x}"
+    return REFUSED
 
   def _ring_command(self, value: int) -> None:
     if not self.regs[REG_C2PMSG_81] or not self.regs[REG_C2PMSG_64] & READY:

@@ -1,6 +1,7 @@
-"""The AM driver's first bring-up step: psp_<ip>_sos.bin's components (a file assembled here by hand from
-amdgpu_ucode.h's layouts) loaded through the PSP bootloader's C2PMSG handshake, against the bootloader model, over
-the bare-PCI machine and over the USB bridge; and a driver that gets the handshake wrong meets the model's rules."""
+"""The AM driver's first bring-up steps: psp_<ip>_sos.bin's components (a file assembled here by hand from
+amdgpu_ucode.h's layouts) loaded through the PSP bootloader's C2PMSG handshake, the secure OS's kernel-mode ring,
+and commands through it (trusted memory, IP firmware), against the PSP model, over the bare-PCI machine and over the
+USB bridge; and a driver that gets a handshake wrong meets the model's rules."""
 import lzma, struct
 import pytest
 from ir.switches import Context
@@ -136,3 +137,39 @@ def test_the_driver_reports_the_status_of_a_refused_ring():
   gpu, model = started_gpu()
   with pytest.raises(psp.PSPError, match="refused the ring at 0x8600000000: status 0x0001"):
     psp.create_ring(gpu, MP0, FB_BASE, model.vram_mib << 20)  # past the end of video memory
+
+CMD, FENCE, TMR = RING + 0x1000, RING + 0x2000, 512 << 20
+RING_FRAMES = psp.RING_BYTES // psp.FRAME_BYTES
+
+def ring_of(gpu) -> psp.CommandRing:
+  psp.create_ring(gpu, MP0, FB_BASE, RING)
+  return psp.CommandRing(gpu, MP0, FB_BASE, RING, CMD, FENCE, wait_s=0.2)
+
+def test_commands_through_the_ring_set_up_trusted_memory_then_load_firmware():
+  gpu, model = started_gpu()
+  ring = ring_of(gpu)
+  ring.setup_tmr(TMR, 4 << 20)
+  ring.load_ip_firmware(0x14, STAGING, b"sdma firmware " * 8)  # a psp_gfx_fw_type; the model takes any
+  assert model.psp.tmr == (TMR, 4 << 20) and model.psp.ip_firmware == [(0x14, b"sdma firmware " * 8)] and model.psp.fault is None
+  for i in range(RING_FRAMES + 2): ring.load_ip_firmware(i, STAGING, bytes([i]) * 4)  # more commands than frames: the ring wraps
+  assert [t for t, _ in model.psp.ip_firmware[1:]] == list(range(RING_FRAMES + 2)) and ring.fence_value == RING_FRAMES + 4
+
+
+def test_firmware_before_trusted_memory_is_refused_with_a_status():
+  gpu, model = started_gpu()
+  with pytest.raises(psp.PSPError, match="refused to load firmware of type 20: status 0xffff0001"): ring_of(gpu).load_ip_firmware(20, STAGING, b"x" * 16)
+  assert "no trusted memory region yet" in model.psp.fault
+
+def test_trusted_memory_not_aligned_to_1_mib_is_refused():
+  gpu, model = started_gpu()
+  with pytest.raises(psp.PSPError, match="refused to set up its trusted memory"): ring_of(gpu).setup_tmr(TMR + 4096, 4 << 20)
+  assert model.psp.tmr is None
+
+def test_a_frame_pointing_at_an_unaligned_command_buffer_never_completes():
+  gpu, model = started_gpu()
+  psp.create_ring(gpu, MP0, FB_BASE, RING)
+  ring = psp.CommandRing(gpu, MP0, FB_BASE, RING, CMD, FENCE, wait_s=0.05)
+  ring.cmd += 256  # a wrong driver: the buffer moved off its 4 KiB boundary after the check
+  with pytest.raises(psp.PSPError, match="timed out after 0.05 s waiting for the secure OS to set up its trusted memory: fence 0, want 1"):
+    ring.setup_tmr(TMR, 4 << 20)
+  assert "4 KiB-aligned 1024-byte buffer" in model.psp.fault
