@@ -15,12 +15,37 @@ SOS, SYS_DRV, KDB, TOC, SPL, RL, SOC_DRV, INTF_DRV, DBG_DRV, RAS_DRV = range(1, 
 COMPONENT_NAMES = {SOS: "SOS", SYS_DRV: "SYS_DRV", KDB: "KDB", TOC: "TOC", SPL: "SPL", RL: "RL", SOC_DRV: "SOC_DRV",
                    INTF_DRV: "INTF_DRV", DBG_DRV: "DBG_DRV", RAS_DRV: "RAS_DRV"}
 
+SDMA_V2_FIELDS = "<IIIIIIII"  # sdma_firmware_header_v2_0 after the common header: ucode_feature_version, ctx_ucode_size_bytes,
+# ctx_jt_offset, ctx_jt_size, ctl_ucode_offset, ctl_ucode_size_bytes, ctl_jt_offset, ctl_jt_size
+
 class FirmwareError(ValueError):
   """A firmware file that doesn't hold what its header says: the file and the offset of what is wrong."""
 
-def sos_file_name(mp0_version: tuple[int, int, int]) -> str:
-  """psp_13_0_0_sos.bin for MP0 13.0.0 (amdgpu_ucode.c amdgpu_ucode_ip_version_decode names files by IP version)."""
-  return f"psp_{'_'.join(map(str, mp0_version))}_sos.bin"
+def file_name(prefix: str, version: tuple[int, int, int], suffix: str = "") -> str:
+  """psp_13_0_0_sos.bin for ("psp", MP0 13.0.0, "_sos"), smu_13_0_0.bin, sdma_6_0_0.bin (amdgpu_ucode.c
+  amdgpu_ucode_ip_version_decode names files by IP version)."""
+  return f"{prefix}_{'_'.join(map(str, version))}{suffix}.bin"
+def sos_file_name(mp0_version: tuple[int, int, int]) -> str: return file_name("psp", mp0_version, "_sos")
+
+def _checked_slice(data: bytes, start: int, length: int, what: str, name: str) -> bytes:
+  if start + length > len(data): raise FirmwareError(f"{name}: {what} ({length} bytes at offset {start}) runs past the end ({len(data)} bytes)")
+  return data[start:start + length]
+
+def ucode(data: bytes, name: str) -> bytes:
+  """The image of a single-image file (the SMU's smc_firmware_header_v1_0, ...): ucode_size_bytes at
+  ucode_array_offset_bytes (amdgpu_ucode.c amdgpu_ucode_init_single_fw's default)."""
+  if len(data) < struct.calcsize(COMMON_HEADER): raise FirmwareError(f"{name}: {len(data)} bytes, shorter than the common header")
+  *_, size, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  return _checked_slice(data, array_at, size, "the image", name)
+
+def sdma_threads(data: bytes, name: str) -> tuple[bytes, bytes]:
+  """The context and control threads' images of an sdma_firmware_header_v2_0 file (amdgpu_ucode_init_single_fw:
+  SDMA_UCODE_TH0 at ucode_array_offset_bytes, TH1 at ctl_ucode_offset)."""
+  if len(data) < struct.calcsize(COMMON_HEADER) + struct.calcsize(SDMA_V2_FIELDS): raise FirmwareError(f"{name}: {len(data)} bytes, shorter than an SDMA v2 header")
+  _, _, major, minor, _, _, _, _, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, an SDMA 6 file is 2.0")
+  _, ctx_size, _, _, ctl_at, ctl_size, _, _ = struct.unpack_from(SDMA_V2_FIELDS, data, struct.calcsize(COMMON_HEADER))
+  return _checked_slice(data, array_at, ctx_size, "the context thread", name), _checked_slice(data, ctl_at, ctl_size, "the control thread", name)
 
 def read(name: str) -> bytes:
   """The firmware file `name` (e.g. psp_13_0_0_sos.bin) from AMD_FIRMWARE_DIR, decompressing a .xz copy."""

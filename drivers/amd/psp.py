@@ -6,6 +6,7 @@ secure OS, loaded last, signs life in C2PMSG_81. A GPU whose secure OS already r
 kernel-mode ring the secure OS takes commands on is created through C2PMSG_64..71 (psp_v13_0_ring_create)."""
 from __future__ import annotations
 import struct, time
+from drivers.amd import firmware
 from drivers.amd.firmware import COMPONENT_NAMES, DBG_DRV, INTF_DRV, KDB, RAS_DRV, SOC_DRV, SOS, SPL, SYS_DRV, FirmwareError
 
 # mp_13_0_0_offset.h: from MP0's register base
@@ -25,6 +26,7 @@ KM_RING, RING_BYTES, FRAME_BYTES = 2, 0x1000, 64  # amdgpu_psp.h PSP_RING_TYPE__
 CMD_BYTES, CMD_ID_AT, CMD_ARGS_AT, RESP_STATUS_AT = 1024, 8, 28, 864
 FRAME = "<IIIIII"
 GFX_CMD_ID_SETUP_TMR, GFX_CMD_ID_LOAD_IP_FW = 0x5, 0x6  # psp_gfx_if.h enum psp_gfx_cmd_id
+GFX_FW_TYPE_SMU, GFX_FW_TYPE_SDMA_UCODE_TH0, GFX_FW_TYPE_SDMA_UCODE_TH1 = 18, 71, 72  # psp_gfx_if.h enum psp_gfx_fw_type
 TMR_VIRT_PHY_ADDR = 1 << 1  # psp_gfx_cmd_setup_tmr.bitfield.virt_phy_addr: the buffer address is a GPU (MC) address
 WAIT_S = 1.0                 # psp_v13_0_wait_for_bootloader: 10 tries of psp_wait_for's 100 ms
 HANDSHAKE_DELAY_S = 0.02     # psp_v13_0.c: "there might be handshake issue with hardware which needs delay"
@@ -108,6 +110,13 @@ class CommandRing:
     self.gpu.vram_write(staging, blob)
     mc = self.vram_start + staging
     self.submit(GFX_CMD_ID_LOAD_IP_FW, struct.pack("<IIII", mc & 0xFFFFFFFF, mc >> 32, len(blob), fw_type), f"load firmware of type {fw_type}")
+
+def smu_and_sdma_firmware(mp1_version: tuple[int, int, int], sdma_version: tuple[int, int, int]) -> list[tuple[int, bytes]]:
+  """(psp_gfx_fw_type, image) of the SMU's and SDMA's firmware from AMD_FIRMWARE_DIR, in the order amdgpu loads them
+  (psp_load_smu_fw first, then psp_load_non_psp_fw by AMDGPU_UCODE_ID: SDMA's context thread, then its control one)."""
+  smu_name, sdma_name = firmware.file_name("smu", mp1_version), firmware.file_name("sdma", sdma_version)
+  context, control = firmware.sdma_threads(firmware.read(sdma_name), sdma_name)
+  return [(GFX_FW_TYPE_SMU, firmware.ucode(firmware.read(smu_name), smu_name)), (GFX_FW_TYPE_SDMA_UCODE_TH0, context), (GFX_FW_TYPE_SDMA_UCODE_TH1, control)]
 
 def _wait(gpu, reg: int, reg_name: str, done, what: str, wait_s: float) -> None:
   deadline = time.perf_counter() + wait_s

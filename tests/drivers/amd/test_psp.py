@@ -173,3 +173,28 @@ def test_a_frame_pointing_at_an_unaligned_command_buffer_never_completes():
   with pytest.raises(psp.PSPError, match="timed out after 0.05 s waiting for the secure OS to set up its trusted memory: fence 0, want 1"):
     ring.setup_tmr(TMR, 4 << 20)
   assert "4 KiB-aligned 1024-byte buffer" in model.psp.fault
+
+def common_header(size: int, array_at: int, image_bytes: int, version=(1, 0)) -> bytes:
+  """amdgpu_ucode.h common_firmware_header: size, header size, header version, IP version, ucode version, ucode size,
+  ucode_array_offset_bytes, crc32."""
+  return struct.pack("<IIHHHHIIII", size, array_at, *version, 13, 0, 0x77, image_bytes, array_at, 0)
+
+def test_the_smu_and_both_sdma_threads_load_from_their_files(tmp_path):
+  smu_image, context, control = b"smu image " * 7, b"sdma context thread " * 3, b"sdma control " * 5
+  (tmp_path / "smu_13_0_0.bin").write_bytes(common_header(0x100 + len(smu_image), 0x100, len(smu_image)).ljust(0x100, b"\0") + smu_image)
+  ctl_at = 0x100 + len(context)
+  sdma_fields = struct.pack("<IIIIIIII", 1, len(context), 0, 0, ctl_at, len(control), 0, 0)  # sdma_firmware_header_v2_0
+  (tmp_path / "sdma_6_0_0.bin").write_bytes((common_header(ctl_at + len(control), 0x100, len(context), (2, 0)) + sdma_fields).ljust(0x100, b"\0") + context + control)
+  with Context(AMD_FIRMWARE_DIR=str(tmp_path)): images = psp.smu_and_sdma_firmware((13, 0, 0), (6, 0, 0))
+  assert images == [(18, smu_image), (71, context), (72, control)]
+  gpu, model = started_gpu()
+  ring = ring_of(gpu)
+  ring.setup_tmr(TMR, 4 << 20)
+  for fw_type, image in images: ring.load_ip_firmware(fw_type, STAGING, image)
+  assert model.psp.ip_firmware == images
+
+def test_an_sdma_file_of_another_version_or_cut_short_is_refused():
+  with pytest.raises(FirmwareError, match="sdma_6_0_0.bin: header version 1.0 at offset 8"): firmware.sdma_threads(common_header(100, 64, 4) + bytes(68), "sdma_6_0_0.bin")
+  fields = struct.pack("<IIIIIIII", 1, 16, 0, 0, 80, 4000, 0, 0)
+  with pytest.raises(FirmwareError, match="the control thread \\(4000 bytes at offset 80\\) runs past the end"):
+    firmware.sdma_threads(common_header(96, 64, 16, (2, 0)) + fields + bytes(32), "sdma_6_0_0.bin")
