@@ -8,11 +8,13 @@ from __future__ import annotations
 import struct
 from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFunction
 from drivers.mock.amd.psp import PSPModel
+from drivers.mock.amd.smu import SMUModel
 
 # register dword offsets in BAR5 (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
 FB_LOCATION_BASE = 0x8EC  # mmhub_3_0_0_offset.h regMMMC_VM_FB_LOCATION_BASE (from MMHUB's base): FB_BASE, 16 MiB units
 FB_BASE = 0x80_0000_0000  # where the model's video memory starts in memory-controller space (a driver must read it)
+GFX_FW_TYPE_SMU = 18  # psp_gfx_if.h enum psp_gfx_fw_type: the SMU runs once the PSP has loaded this image
 BOOT_DONE = 1 << 31
 DISCOVERY_TMR_OFFSET = 64 << 10
 # discovery.h
@@ -50,10 +52,12 @@ class AMDPCIGPU:
   def __init__(self, vram_mib: int = 24 << 10, ips=NAVI31_IPS, psp_firmware: dict[int, bytes] | None = None, psp_answers: bool = True):
     self.vram_mib, self.vram, self.regs = vram_mib, {}, {RCC_CONFIG_MEMSIZE: vram_mib, MP0_SMN_C2PMSG_33: BOOT_DONE}
     self.write_vram((vram_mib << 20) - DISCOVERY_TMR_OFFSET, discovery_binary(ips))
-    mp0, mmhub = (next(base for name, _, base in ips.values() if name == want) for want in ("MP0", "MMHUB"))
+    mp0, mp1, mmhub = (next(base for name, _, base in ips.values() if name == want) for want in ("MP0", "MP1", "MMHUB"))
     self.regs[mmhub + FB_LOCATION_BASE] = FB_BASE >> 24
     self.psp = PSPModel(psp_firmware or {}, self.read_vram, self.write_vram, vram_mib << 20, FB_BASE, psp_answers)
-    self.psp_regs = {mp0 + offset: offset for offset in self.psp.regs}
+    self.smu = SMUModel(lambda: any(fw_type == GFX_FW_TYPE_SMU for fw_type, _ in self.psp.ip_firmware))
+    # register -> (the model answering it, its offset there)
+    self.hooks = {**{mp0 + offset: (self.psp, offset) for offset in self.psp.regs}, **{mp1 + offset: (self.smu, offset) for offset in self.smu.regs}}
     self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20), 2: Bar(2 << 20), 5: Bar(1 << 20, wide=False, registers=self)})
 
   def write_vram(self, pos: int, data: bytes) -> None:
@@ -65,7 +69,7 @@ class AMDPCIGPU:
   def read(self, offset: int, size: int) -> bytes:
     reg = offset // 4
     if reg == MM_DATA: value = int.from_bytes(self.read_vram(self._indexed(), 4), "little")
-    elif reg in self.psp_regs: value = self.psp.read(self.psp_regs[reg])
+    elif (hook := self.hooks.get(reg)) is not None: value = hook[0].read(hook[1])
     else: value = self.regs.get(reg, 0)
     return value.to_bytes(4, "little")[offset % 4:offset % 4 + size]
   def write(self, offset: int, data: bytes) -> None:
@@ -73,7 +77,7 @@ class AMDPCIGPU:
     old = bytearray(self.read(reg * 4, 4))
     old[offset % 4:offset % 4 + len(data)] = data
     if reg == MM_DATA: self.write_vram(self._indexed(), bytes(old))
-    elif reg in self.psp_regs: self.psp.write(self.psp_regs[reg], int.from_bytes(old, "little"))
+    elif (hook := self.hooks.get(reg)) is not None: hook[0].write(hook[1], int.from_bytes(old, "little"))
     else: self.regs[reg] = int.from_bytes(old, "little")
 
 def enumerated_gpu(gpu: AMDPCIGPU | None = None) -> PCIFunction:
