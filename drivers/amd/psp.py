@@ -3,7 +3,8 @@
 psp_hw_start's order, is copied into a 1 MiB-aligned staging buffer in video memory, and its address (in the GPU's
 memory-controller space, shifted right by 20) and the bootloader command are written to MP0's C2PMSG registers; the
 secure OS, loaded last, signs life in C2PMSG_81. A GPU whose secure OS already runs is left as it is. Then the
-kernel-mode ring the secure OS takes commands on is created through C2PMSG_64..71 (psp_v13_0_ring_create)."""
+kernel-mode ring the secure OS takes commands on is created through C2PMSG_64..71 (psp_v13_0_ring_create), and
+commands go through it: trusted memory (SETUP_TMR) and other IPs' firmware (LOAD_IP_FW)."""
 from __future__ import annotations
 import struct, time
 from drivers.amd import firmware
@@ -31,8 +32,8 @@ TMR_VIRT_PHY_ADDR = 1 << 1  # psp_gfx_cmd_setup_tmr.bitfield.virt_phy_addr: the 
 WAIT_S = 1.0                 # psp_v13_0_wait_for_bootloader: 10 tries of psp_wait_for's 100 ms
 HANDSHAKE_DELAY_S = 0.02     # psp_v13_0.c: "there might be handshake issue with hardware which needs delay"
 
-class PSPError(TimeoutError):
-  """The PSP didn't answer: the step, the register and the value it was left at."""
+class PSPError(RuntimeError):
+  """The PSP didn't answer (the step, and the register or fence it was left at) or refused (its status)."""
 
 def fb_base(gpu, mmhub: int) -> int:
   """Where video memory starts in the GPU's memory-controller address space (mmhub_v3_0_get_fb_location)."""
