@@ -17,9 +17,8 @@ from tg.movement import MovementMixin
 from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value_dtype
 from tg.processing import ProcessingMixin
 from tg.realize import capture_stack, run_schedule
-from tg.schedule import AS_IMAGE
 from tg.reduce import ReduceMixin
-from tg.schedule import buffer_of, contiguous_region
+from tg.schedule import AS_IMAGE, buffer_of, contiguous_region
 from tg.schedule_cache import create_schedule
 from tg.multi import distribute, shard as shard_uop
 from ir.pattern import substitute as substitute_nodes
