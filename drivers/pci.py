@@ -9,9 +9,10 @@ from typing import Protocol
 BAR0 = 0x10
 
 class Bar(Protocol):
-  """A mapped BAR: 32-bit reads and writes at byte offsets from its start."""
+  """A mapped BAR: 32-bit reads and writes at byte offsets from its start, and bulk writes (a multiple of 4 bytes)."""
   def read32(self, offset: int) -> int: ...
   def write32(self, offset: int, value: int) -> None: ...
+  def write(self, offset: int, data: bytes) -> None: ...
 
 class PCIAccess(Protocol):
   """One PCI function: its configuration space, and its BARs mapped (placed and decoding where they weren't)."""
@@ -39,6 +40,7 @@ class MappedBar:
   def __init__(self, view: memoryview): self.view = view
   def read32(self, offset: int) -> int: return struct.unpack_from("<I", self.view, offset)[0]
   def write32(self, offset: int, value: int) -> None: struct.pack_into("<I", self.view, offset, value)
+  def write(self, offset: int, data: bytes) -> None: self.view[offset:offset + len(data)] = data
 
 class SysfsFunction:
   """The function at `address` ("0000:03:00.0") through the system's sysfs files."""

@@ -4,9 +4,10 @@ and the IP discovery binary read from where the boot firmware left it. What tg's
 from __future__ import annotations
 import struct, time
 from drivers.amd import discovery
-from drivers.pci import PCIAccess
+from drivers.pci import PCIAccess, bar_size
 
 REGISTER_BAR = 5  # amdgpu_device.c amdgpu_device_init: SOC15 GPUs' registers are BAR 5
+VRAM_BAR = 0      # gmc_v11_0.c gmc_v11_0_mc_init: BAR 0 is the aperture onto the start of video memory (aper_base)
 # register dword offsets (amdgpu_discovery.c)
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
 BOOT_DONE, BOOT_WAIT_S = 1 << 31, 1.0  # amdgpu_discovery_read_binary_from_mem waits up to a second for it
@@ -15,6 +16,7 @@ class PCIGPU:
   """An AMD GPU through `pci`: its registers are BAR 5."""
   def __init__(self, pci: PCIAccess):
     self.pci, self.regs = pci, pci.bar(REGISTER_BAR)
+    self.visible_vram: int | None = None  # BAR 0's size, sized on first use
 
   def reg_read(self, reg: int) -> int: return self.regs.read32(4 * reg)
   def reg_write(self, reg: int, value: int) -> None: self.regs.write32(4 * reg, value)
@@ -29,9 +31,12 @@ class PCIGPU:
     return bytes(out[:n])
 
   def vram_write(self, pos: int, data: bytes) -> None:
-    """`data` into video memory at `pos` (4-byte aligned) through the MM_INDEX window, a dword at a time (the last one
-    padded with zeros)."""
+    """`data` into video memory at `pos` (4-byte aligned), the last dword padded with zeros: through the BAR 0
+    aperture where it reaches (the CPU-visible start of video memory), else through the MM_INDEX window a dword at a
+    time."""
     padded = data + bytes(-len(data) % 4)
+    if self.visible_vram is None: self.visible_vram = bar_size(self.pci, VRAM_BAR)[0]
+    if pos + len(padded) <= self.visible_vram: return self.pci.bar(VRAM_BAR).write(pos, padded)
     for i in range(0, len(padded), 4):
       self.reg_write(MM_INDEX, (pos + i) & 0x7FFFFFFF | 0x80000000)
       self.reg_write(MM_INDEX_HI, (pos + i) >> 31)

@@ -93,3 +93,9 @@ class ModelBar:
   def __init__(self, function: PCIFunction, i: int): self.function, self.i = function, i
   def read32(self, offset: int) -> int: return int.from_bytes(self.function.read(self.i, offset, 4), "little")
   def write32(self, offset: int, value: int) -> None: self.function.write(self.i, offset, value.to_bytes(4, "little"))
+  def write(self, offset: int, data: bytes) -> None:
+    at = 0
+    while at < len(data):  # a memory BAR is kept in pages: each piece stays within one
+      n = min(len(data) - at, PAGE - (offset + at) % PAGE)
+      self.function.write(self.i, offset + at, data[at:at + n])
+      at += n

@@ -105,6 +105,8 @@ class BridgedBar:
   def __init__(self, bridge: ASM24Bridge, base: int): self.bridge, self.base = bridge, base
   def read32(self, offset: int) -> int: return self.bridge.mem_read(self.base + offset)
   def write32(self, offset: int, value: int) -> None: self.bridge.mem_write(self.base + offset, value)
+  def write(self, offset: int, data: bytes) -> None:  # a memory write TLP per dword (the bridge's DMA path isn't used yet)
+    for at in range(0, len(data), 4): self.bridge.mem_write(self.base + offset + at, int.from_bytes(data[at:at + 4], "little"))
 
 class BridgedFunction:
   """The PCI function at bus:dev.fn behind a bridge (a drivers/pci.py PCIAccess). Nothing enumerated it, so

@@ -58,7 +58,8 @@ class AMDPCIGPU:
     self.smu = SMUModel(lambda: any(fw_type == GFX_FW_TYPE_SMU for fw_type, _ in self.psp.ip_firmware))
     # register -> (the model answering it, its offset there)
     self.hooks = {**{mp0 + offset: (self.psp, offset) for offset in self.psp.regs}, **{mp1 + offset: (self.smu, offset) for offset in self.smu.regs}}
-    self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20), 2: Bar(2 << 20), 5: Bar(1 << 20, wide=False, registers=self)})
+    self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20, registers=VRAMAperture(self)), 2: Bar(2 << 20),
+                                                                     5: Bar(1 << 20, wide=False, registers=self)})
 
   def write_vram(self, pos: int, data: bytes) -> None:
     for i, byte in enumerate(data): self.vram[pos + i] = byte
@@ -79,6 +80,12 @@ class AMDPCIGPU:
     if reg == MM_DATA: self.write_vram(self._indexed(), bytes(old))
     elif (hook := self.hooks.get(reg)) is not None: hook[0].write(hook[1], int.from_bytes(old, "little"))
     else: self.regs[reg] = int.from_bytes(old, "little")
+
+class VRAMAperture:
+  """BAR 0: the first 256 MiB of video memory, read and written by the CPU directly."""
+  def __init__(self, gpu: AMDPCIGPU): self.gpu = gpu
+  def read(self, offset: int, size: int) -> bytes: return self.gpu.read_vram(offset, size)
+  def write(self, offset: int, data: bytes) -> None: self.gpu.write_vram(offset, data)
 
 def enumerated_gpu(gpu: AMDPCIGPU | None = None) -> PCIFunction:
   """A Navi31 (`gpu`, else a new one) as the platform firmware leaves it on a PCI bus: BARs placed, memory decoding

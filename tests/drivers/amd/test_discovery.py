@@ -79,3 +79,11 @@ def test_a_gpu_with_no_driver_bound_is_read_through_sysfs():
   fn = SysfsFunction(system, dev.address)
   assert bar_size(fn, 5) == (1 << 20, False)
   assert {ip.name: ip.version for ip in PCIGPU(fn).discovery()} == {name: v for name, v, _ in NAVI31_IPS.values()}
+
+def test_video_memory_is_written_through_bar0_where_it_reaches(gpu_behind_bridge):
+  fn, model = gpu_behind_bridge
+  gpu = PCIGPU(fn)
+  gpu.vram_write(0x10_0000, b"through the aperture")  # in the first 256 MiB: BAR 0
+  assert model.read_vram(0x10_0000, 20) == b"through the aperture" and pci_gpu.MM_INDEX not in model.regs
+  gpu.vram_write((256 << 20) - 4, b"across the end")  # past BAR 0's end: the MM_INDEX window, every byte in place
+  assert model.read_vram((256 << 20) - 4, 14) == b"across the end" and gpu.vram_read((256 << 20) - 4, 14) == b"across the end"
