@@ -27,6 +27,11 @@ def file_name(prefix: str, version: tuple[int, int, int], suffix: str = "") -> s
   return f"{prefix}_{'_'.join(map(str, version))}{suffix}.bin"
 def sos_file_name(mp0_version: tuple[int, int, int]) -> str: return file_name("psp", mp0_version, "_sos")
 
+def _common_header(data: bytes, name: str, what: str, after: int = 0) -> tuple:
+  """The common_firmware_header's fields, once `data` holds them and `after` more bytes (else FirmwareError)."""
+  if len(data) < struct.calcsize(COMMON_HEADER) + after: raise FirmwareError(f"{name}: {len(data)} bytes, shorter than {what}")
+  return struct.unpack_from(COMMON_HEADER, data)
+
 def _checked_slice(data: bytes, start: int, length: int, what: str, name: str) -> bytes:
   if start + length > len(data): raise FirmwareError(f"{name}: {what} ({length} bytes at offset {start}) runs past the end ({len(data)} bytes)")
   return data[start:start + length]
@@ -34,15 +39,13 @@ def _checked_slice(data: bytes, start: int, length: int, what: str, name: str) -
 def ucode(data: bytes, name: str) -> bytes:
   """The image of a single-image file (the SMU's smc_firmware_header_v1_0, ...): ucode_size_bytes at
   ucode_array_offset_bytes (amdgpu_ucode.c amdgpu_ucode_init_single_fw's default)."""
-  if len(data) < struct.calcsize(COMMON_HEADER): raise FirmwareError(f"{name}: {len(data)} bytes, shorter than the common header")
-  *_, size, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  *_, size, array_at, _ = _common_header(data, name, "the common header")
   return _checked_slice(data, array_at, size, "the image", name)
 
 def sdma_threads(data: bytes, name: str) -> tuple[bytes, bytes]:
   """The context and control threads' images of an sdma_firmware_header_v2_0 file (amdgpu_ucode_init_single_fw:
   SDMA_UCODE_TH0 at ucode_array_offset_bytes, TH1 at ctl_ucode_offset)."""
-  if len(data) < struct.calcsize(COMMON_HEADER) + struct.calcsize(SDMA_V2_FIELDS): raise FirmwareError(f"{name}: {len(data)} bytes, shorter than an SDMA v2 header")
-  _, _, major, minor, _, _, _, _, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  _, _, major, minor, _, _, _, _, array_at, _ = _common_header(data, name, "an SDMA v2 header", struct.calcsize(SDMA_V2_FIELDS))
   if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, an SDMA 6 file is 2.0")
   _, ctx_size, _, _, ctl_at, ctl_size, _, _ = struct.unpack_from(SDMA_V2_FIELDS, data, struct.calcsize(COMMON_HEADER))
   return _checked_slice(data, array_at, ctx_size, "the context thread", name), _checked_slice(data, ctl_at, ctl_size, "the control thread", name)
@@ -57,8 +60,7 @@ def read(name: str) -> bytes:
 
 def psp_components(data: bytes, name: str = "the SOS file") -> dict[int, bytes]:
   """{fw_type: bytes} of a psp_firmware_header_v2_0 file; FirmwareError names the file offset that is wrong."""
-  if len(data) < struct.calcsize(COMMON_HEADER) + 4: raise FirmwareError(f"{name}: {len(data)} bytes, shorter than a PSP v2 header")
-  size, _, major, minor, _, _, _, _, array_at, _ = struct.unpack_from(COMMON_HEADER, data)
+  size, _, major, minor, _, _, _, _, array_at, _ = _common_header(data, name, "a PSP v2 header", 4)
   if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, tg reads PSP component tables of version 2.0")
   if size > len(data): raise FirmwareError(f"{name}: the header says {size} bytes at offset 0, the file has {len(data)}")
   table_at = struct.calcsize(COMMON_HEADER)

@@ -12,6 +12,13 @@ VRAM_BAR = 0      # gmc_v11_0.c gmc_v11_0_mc_init: BAR 0 is the aperture onto th
 MM_INDEX, MM_DATA, MM_INDEX_HI, RCC_CONFIG_MEMSIZE, MP0_SMN_C2PMSG_33 = 0x0, 0x1, 0x6, 0xDE3, 0x16061
 BOOT_DONE, BOOT_WAIT_S = 1 << 31, 1.0  # amdgpu_discovery_read_binary_from_mem waits up to a second for it
 
+def wait_for(read, done, wait_s: float) -> tuple[bool, int]:
+  """Call read() until done(value) holds or wait_s has passed: (whether it held, the last value read)."""
+  deadline = time.perf_counter() + wait_s
+  while not done(value := read()):
+    if time.perf_counter() > deadline: return False, value
+  return True, value
+
 class PCIGPU:
   """An AMD GPU through `pci`: its registers are BAR 5."""
   def __init__(self, pci: PCIAccess):
@@ -25,8 +32,7 @@ class PCIGPU:
     """`n` bytes of video memory at `pos` (4-byte aligned) through the MM_INDEX window (amdgpu_device_mm_access)."""
     out = bytearray()
     for at in range(pos, pos + n, 4):
-      self.reg_write(MM_INDEX, at & 0x7FFFFFFF | 0x80000000)
-      self.reg_write(MM_INDEX_HI, at >> 31)
+      self._window(at)
       out += struct.pack("<I", self.reg_read(MM_DATA))
     return bytes(out[:n])
 
@@ -38,18 +44,20 @@ class PCIGPU:
     if self.visible_vram is None: self.visible_vram = bar_size(self.pci, VRAM_BAR)[0]
     if pos + len(padded) <= self.visible_vram: return self.pci.bar(VRAM_BAR).write(pos, padded)
     for i in range(0, len(padded), 4):
-      self.reg_write(MM_INDEX, (pos + i) & 0x7FFFFFFF | 0x80000000)
-      self.reg_write(MM_INDEX_HI, (pos + i) >> 31)
+      self._window(pos + i)
       self.reg_write(MM_DATA, struct.unpack_from("<I", padded, i)[0])
+  def _window(self, at: int) -> None:
+    """Point MM_DATA at video memory byte `at` (amdgpu_device_mm_access: bit 31 of MM_INDEX selects memory)."""
+    self.reg_write(MM_INDEX, at & 0x7FFFFFFF | 0x80000000)
+    self.reg_write(MM_INDEX_HI, at >> 31)
 
   @property
   def vram_bytes(self) -> int: return self.reg_read(RCC_CONFIG_MEMSIZE) << 20
 
   def discovery(self) -> list[discovery.IP]:
     """The GPU's IP blocks, once its boot firmware is done (TimeoutError naming the register after BOOT_WAIT_S)."""
-    deadline = time.perf_counter() + BOOT_WAIT_S
-    while not self.reg_read(MP0_SMN_C2PMSG_33) & BOOT_DONE:
-      if time.perf_counter() > deadline: raise TimeoutError(f"the GPU's boot firmware didn't finish: MP0_SMN_C2PMSG_33 bit 31 unset after {BOOT_WAIT_S} s")
+    if not wait_for(lambda: self.reg_read(MP0_SMN_C2PMSG_33), lambda v: v & BOOT_DONE, BOOT_WAIT_S)[0]:
+      raise TimeoutError(f"the GPU's boot firmware didn't finish: MP0_SMN_C2PMSG_33 bit 31 unset after {BOOT_WAIT_S} s")
     if not (vram := self.vram_bytes): raise discovery.DiscoveryError("RCC_CONFIG_MEMSIZE reads 0: no video memory size to find the table by")
     at = vram - discovery.DISCOVERY_TMR_OFFSET
     head = self.vram_read(at, 12)

@@ -8,6 +8,7 @@ commands go through it: trusted memory (SETUP_TMR) and other IPs' firmware (LOAD
 from __future__ import annotations
 import struct, time
 from drivers.amd import firmware
+from drivers.amd.pci_gpu import wait_for
 from drivers.amd.firmware import COMPONENT_NAMES, DBG_DRV, INTF_DRV, KDB, RAS_DRV, SOC_DRV, SOS, SPL, SYS_DRV, FirmwareError
 
 # mp_13_0_0_offset.h: from MP0's register base
@@ -95,9 +96,8 @@ class CommandRing:
     cmd_mc, fence_mc = self.vram_start + self.cmd, self.vram_start + self.fence
     self.gpu.vram_write(frame_at, struct.pack(FRAME, cmd_mc & 0xFFFFFFFF, cmd_mc >> 32, CMD_BYTES, fence_mc & 0xFFFFFFFF, fence_mc >> 32, self.fence_value).ljust(FRAME_BYTES, b"\0"))
     self.gpu.reg_write(self.mp0 + C2PMSG_67, (wptr + FRAME_BYTES // 4) % (RING_BYTES // 4))
-    deadline = time.perf_counter() + self.wait_s
-    while (done := struct.unpack("<I", self.gpu.vram_read(self.fence, 4))[0]) != self.fence_value:
-      if time.perf_counter() > deadline: raise PSPError(f"timed out after {self.wait_s} s waiting for the secure OS to {what}: fence {done}, want {self.fence_value}")
+    finished, fence = wait_for(lambda: struct.unpack("<I", self.gpu.vram_read(self.fence, 4))[0], lambda v: v == self.fence_value, self.wait_s)
+    if not finished: raise PSPError(f"timed out after {self.wait_s} s waiting for the secure OS to {what}: fence {fence}, want {self.fence_value}")
     if status := struct.unpack("<I", self.gpu.vram_read(self.cmd + RESP_STATUS_AT, 4))[0]: raise PSPError(f"the secure OS refused to {what}: status {status:#x}")
 
   def setup_tmr(self, tmr: int, size: int) -> None:
@@ -120,6 +120,5 @@ def smu_and_sdma_firmware(mp1_version: tuple[int, int, int], sdma_version: tuple
   return [(GFX_FW_TYPE_SMU, firmware.ucode(firmware.read(smu_name), smu_name)), (GFX_FW_TYPE_SDMA_UCODE_TH0, context), (GFX_FW_TYPE_SDMA_UCODE_TH1, control)]
 
 def _wait(gpu, reg: int, reg_name: str, done, what: str, wait_s: float) -> None:
-  deadline = time.perf_counter() + wait_s
-  while not done(value := gpu.reg_read(reg)):
-    if time.perf_counter() > deadline: raise PSPError(f"timed out after {wait_s} s waiting for {what}: MP0_SMN_{reg_name} reads {value:#010x}")
+  finished, value = wait_for(lambda: gpu.reg_read(reg), done, wait_s)
+  if not finished: raise PSPError(f"timed out after {wait_s} s waiting for {what}: MP0_SMN_{reg_name} reads {value:#010x}")

@@ -3,7 +3,7 @@ firmware (smu_cmn.c smu_cmn_send_smc_msg_with_param; registers from smu_v13_0_0_
 base): wait for the previous answer in C2PMSG_90, clear it, write the argument to C2PMSG_82 and the message index
 to C2PMSG_66, then wait for the answer; the SMU leaves its reply argument in C2PMSG_82."""
 from __future__ import annotations
-import time
+from drivers.amd.pci_gpu import wait_for
 
 MSG, ARG, RESPONSE = 0x282, 0x292, 0x29A  # MP1 C2PMSG_66, C2PMSG_82, C2PMSG_90 (smu_v13_0_0_ppt.c)
 # smu_v13_0_0_ppsmc.h: response codes and the messages tg sends
@@ -30,7 +30,6 @@ def version(gpu, mp1: int) -> tuple[int, int, int]:
   return v >> 16 & 0xFF, v >> 8 & 0xFF, v & 0xFF
 
 def _answer(gpu, mp1: int, what: str, wait_s: float) -> int:
-  deadline = time.perf_counter() + wait_s
-  while not (result := gpu.reg_read(mp1 + RESPONSE)):
-    if time.perf_counter() > deadline: raise SMUError(f"timed out after {wait_s} s waiting for {what}: MP1_SMN_C2PMSG_90 reads 0")
+  answered, result = wait_for(lambda: gpu.reg_read(mp1 + RESPONSE), bool, wait_s)
+  if not answered: raise SMUError(f"timed out after {wait_s} s waiting for {what}: MP1_SMN_C2PMSG_90 reads 0")
   return result

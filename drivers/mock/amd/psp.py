@@ -80,13 +80,18 @@ class PSPModel:
 
   def _run_frame(self, at: int) -> None:
     cmd_lo, cmd_hi, cmd_size, fence_lo, fence_hi, fence_value = struct.unpack("<6I", self.vram_read(at, 24))
-    cmd, fence = (cmd_hi << 32 | cmd_lo) - self.fb_base, (fence_hi << 32 | fence_lo) - self.fb_base
-    if not 0 <= fence <= self.vram_bytes - 4: return self._refuse(f"frame at {at:#x}: fence outside video memory")
-    if cmd % 4096 or cmd_size != CMD_RESP_BYTES or not 0 <= cmd <= self.vram_bytes - CMD_RESP_BYTES:
-      return self._refuse(f"frame at {at:#x}: command buffer at offset {cmd:#x} of {cmd_size} bytes (a 4 KiB-aligned {CMD_RESP_BYTES}-byte buffer in video memory)")
+    cmd_mc = cmd_hi << 32 | cmd_lo
+    if (fence := self._in_vram(fence_hi << 32 | fence_lo, 4)) is None: return self._refuse(f"frame at {at:#x}: fence outside video memory")
+    if (cmd := self._in_vram(cmd_mc, CMD_RESP_BYTES)) is None or cmd % 4096 or cmd_size != CMD_RESP_BYTES:
+      return self._refuse(f"frame at {at:#x}: command buffer at offset {cmd_mc - self.fb_base:#x} of {cmd_size} bytes (a 4 KiB-aligned {CMD_RESP_BYTES}-byte buffer in video memory)")
     status = self._command(self.vram_read(cmd, CMD_RESP_BYTES))
     self.vram_write(cmd + AT_STATUS, struct.pack("<I", status))
     self.vram_write(fence, struct.pack("<I", fence_value))
+
+  def _in_vram(self, mc: int, size: int) -> int | None:
+    """The video memory offset of `size` bytes at memory-controller address `mc`; None where they aren't all in it."""
+    offset = mc - self.fb_base
+    return offset if 0 <= offset <= self.vram_bytes - size else None
 
   def _refuse(self, problem: str) -> None: self.fault = self.fault or problem  # nothing is written back: the fence never comes
 
@@ -95,16 +100,16 @@ class PSPModel:
     (cmd_id,) = struct.unpack_from("<I", buf, AT_CMD_ID)
     if cmd_id == SETUP_TMR:
       lo, hi, size, flags, phys_lo, phys_hi = struct.unpack_from("<6I", buf, AT_FIELDS)
-      offset = (hi << 32 | lo) - self.fb_base
-      if offset % TMR_ALIGNMENT or not size or not 0 <= offset <= self.vram_bytes - size or (phys_hi << 32 | phys_lo) != offset or not flags & 2:
+      offset = self._in_vram(hi << 32 | lo, size)
+      if offset is None or offset % TMR_ALIGNMENT or not size or (phys_hi << 32 | phys_lo) != offset or not flags & 2:
         self.fault = f"SETUP_TMR at MC {hi << 32 | lo:#x} ({size} bytes, offset {phys_hi << 32 | phys_lo:#x}, flags {flags:#x}) refused"
         return REFUSED
       self.tmr = (offset, size)
       return 0
     if cmd_id == LOAD_IP_FW:
       lo, hi, size, fw_type = struct.unpack_from("<4I", buf, AT_FIELDS)
-      offset = (hi << 32 | lo) - self.fb_base
-      if self.tmr is None or not 0 <= offset <= self.vram_bytes - size:
+      offset = self._in_vram(hi << 32 | lo, size)
+      if self.tmr is None or offset is None:
         self.fault = f"LOAD_IP_FW of type {fw_type} refused: {'no trusted memory region yet' if self.tmr is None else 'firmware outside video memory'}"
         return REFUSED
       self.ip_firmware.append((fw_type, self.vram_read(offset, size)))
@@ -117,11 +122,11 @@ class PSPModel:
       self.fault = self.fault or f"ring command {value:#x} before the secure OS was ready for it"
       self.regs[REG_C2PMSG_64] = value
       return
-    offset = (self.regs[REG_C2PMSG_70] << 32 | self.regs[REG_C2PMSG_69]) - self.fb_base
-    size = self.regs[REG_C2PMSG_71]
+    mc, size = self.regs[REG_C2PMSG_70] << 32 | self.regs[REG_C2PMSG_69], self.regs[REG_C2PMSG_71]
+    offset = self._in_vram(mc, size)
     if value != KM_RING_TYPE << 16: problem = f"ring command {value:#x}: only the kernel-mode ring ({KM_RING_TYPE << 16:#x}) is created here"
     elif size == 0 or size % FRAME_BYTES: problem = f"ring size {size} isn't whole {FRAME_BYTES}-byte frames"
-    elif not 0 <= offset <= self.vram_bytes - size: problem = f"ring at {offset + self.fb_base:#x} is outside video memory (which starts at {self.fb_base:#x})"
+    elif offset is None: problem = f"ring at {mc:#x} is outside video memory (which starts at {self.fb_base:#x})"
     else: problem = None
     self.fault = problem or self.fault
     if problem is None: self.ring = (offset, size)
@@ -132,8 +137,8 @@ class PSPModel:
     if (kind := COMMANDS.get(command)) is None: return f"unknown bootloader command {command:#x}"
     if self.loaded and ORDER.index(kind) <= ORDER.index(self.loaded[-1]): return f"component {kind} loaded after component {self.loaded[-1]}: out of order"
     if kind == SOS and SYS_DRV not in self.loaded: return "the secure OS was sent before the system driver"
-    offset = (self.regs[REG_C2PMSG_36] << 20) - self.fb_base
+    mc = self.regs[REG_C2PMSG_36] << 20
     if (want := self.firmware.get(kind)) is None: return f"no firmware component {kind} to check against"
-    if not 0 <= offset <= self.vram_bytes - len(want): return f"staging address {self.regs[REG_C2PMSG_36] << 20:#x} is outside video memory (which starts at {self.fb_base:#x})"
-    if self.vram_read(offset, len(want)) != want: return f"the bytes at {self.regs[REG_C2PMSG_36] << 20:#x} aren't component {kind}"
+    if (offset := self._in_vram(mc, len(want))) is None: return f"staging address {mc:#x} is outside video memory (which starts at {self.fb_base:#x})"
+    if self.vram_read(offset, len(want)) != want: return f"the bytes at {mc:#x} aren't component {kind}"
     return None
