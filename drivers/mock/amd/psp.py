@@ -12,7 +12,8 @@ MP0's C2PMSG registers and the video memory they point at. Its rules, from amdgp
 - commands come through that ring (amdgpu_psp.c psp_ring_cmd_submit): C2PMSG_67, the write pointer in dwords, moves
   past 64-byte frames that point at a 4 KiB-aligned 1024-byte command buffer and at a fence; the secure OS runs the
   command, writes its status into the buffer's response and the frame's value to the fence. The model takes
-  SETUP_TMR (a 1 MiB-aligned region inside video memory, given by MC address and by offset alike) and, once a TMR
+  SETUP_TMR (a PSP_TMR_ALIGNMENT-aligned region inside video memory, given by MC address and, with virt_phy_addr set,
+  by its offset: amdgpu_psp.c psp_prep_tmr_cmd_buf, amdgpu_gmc_vram_pa on a GPU without XGMI) and, once a TMR
   exists, LOAD_IP_FW (psp_hw_start sets up the TMR before loading firmware); anything else is refused with a status.
 A real PSP checks AMD's signature on each component; the model instead compares the bytes at that address with the
 component of the firmware it was built with. A command it rejects (unknown, out of order, bytes that don't match, an

@@ -1,9 +1,10 @@
 """The SMU's mailbox on MP1 (smu_v13_0_0_ppt.c: message C2PMSG_66, argument C2PMSG_82, response C2PMSG_90), as the
 driver meets it after the PSP loaded the SMU's firmware. Rules from smu_cmn.c's side of it: the response register
-is nonzero once the SMU is done with a message (and reads 0 until its firmware runs); a driver clears it before
-writing a new message; the SMU answers with smu_v13_0_0_ppsmc.h's result codes and leaves its reply in the argument
-register. The model answers TestMessage (its argument + 1) and GetSmuVersion; any other message, one amdgpu knows
-(below PPSMC_Message_Count) or not, is answered 0xFE (unknown): the model doesn't do what it asks."""
+is nonzero once the SMU is done with a message (__smu_cmn_poll_stat); a driver clears it before writing a new message
+(__smu_cmn_send_msg); the SMU answers with smu_v13_0_0_ppsmc.h's result codes and leaves its reply in the argument
+register (smu_cmn_read_arg). The model's own choices, not from a source: the response reads 0 until the SMU's
+firmware runs, TestMessage replies with its argument + 1, and every message but TestMessage and GetSmuVersion is
+answered 0xFE (unknown), since the model doesn't do what it asks."""
 from __future__ import annotations
 
 REG_MSG, REG_ARG, REG_RESPONSE = 0x282, 0x292, 0x29A

@@ -198,3 +198,32 @@ def test_an_sdma_file_of_another_version_or_cut_short_is_refused():
   fields = struct.pack("<IIIIIIII", 1, 16, 0, 0, 80, 4000, 0, 0)
   with pytest.raises(FirmwareError, match="the control thread \\(4000 bytes at offset 80\\) runs past the end"):
     firmware.sdma_threads(common_header(96, 64, 16, (2, 0)) + fields + bytes(32), "sdma_6_0_0.bin")
+
+def test_components_out_of_order_or_while_busy_are_refused():
+  gpu, model = bare_pci_gpu()
+  for fw_type, command in ((2, 0x10000), (3, 0x80000)):  # SYS_DRV, then KDB: psp_hw_start loads KDB first
+    gpu.vram_write(STAGING, COMPONENTS[fw_type])
+    gpu.reg_write(MP0 + psp.C2PMSG_36, (FB_BASE + STAGING) >> 20)
+    gpu.reg_write(MP0 + psp.C2PMSG_35, command)
+  assert "out of order" in model.psp.fault and model.psp.loaded == [2]
+  gpu, model = bare_pci_gpu(psp_answers=False)
+  gpu.reg_write(MP0 + psp.C2PMSG_35, 0x80000)  # a driver that doesn't wait for bit 31
+  assert "while the bootloader was busy" in model.psp.fault and model.psp.loaded == []
+
+@pytest.mark.parametrize("phys, flags", [(0, psp.TMR_VIRT_PHY_ADDR), (TMR, 0)])
+def test_trusted_memory_named_inconsistently_is_refused(phys, flags):
+  """psp_prep_tmr_cmd_buf gives the TMR by MC address and, with virt_phy_addr set, by its offset in video memory."""
+  gpu, model = started_gpu()
+  mc = FB_BASE + TMR
+  with pytest.raises(psp.PSPError, match="refused to set up"):
+    ring_of(gpu).submit(psp.GFX_CMD_ID_SETUP_TMR, struct.pack("<6I", mc & 0xFFFFFFFF, mc >> 32, 4 << 20, flags, phys, 0), "set up")
+  assert model.psp.tmr is None
+
+@pytest.mark.parametrize("cmd_size, fence, fault", [(512, FENCE, "of 512 bytes"), (1024, 24 << 30, "fence outside video memory")])
+def test_a_frame_with_a_short_command_or_a_fence_outside_video_memory_never_completes(cmd_size, fence, fault):
+  gpu, model = started_gpu()
+  psp.create_ring(gpu, MP0, FB_BASE, RING)
+  cmd_mc, fence_mc = FB_BASE + CMD, FB_BASE + fence
+  gpu.vram_write(RING, struct.pack("<6I", cmd_mc & 0xFFFFFFFF, cmd_mc >> 32, cmd_size, fence_mc & 0xFFFFFFFF, fence_mc >> 32, 1))
+  gpu.reg_write(MP0 + psp.C2PMSG_67, psp.FRAME_BYTES // 4)
+  assert fault in model.psp.fault and gpu.vram_read(FENCE, 4) == bytes(4)  # nothing written back
