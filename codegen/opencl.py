@@ -130,7 +130,7 @@ class _Kernel(LaneKernel):
   # ---- memory ----
   def pixel(self, buf: UOp, at: str) -> str:
     """The (x, y) of the pixel holding element `at` (a multiple of 4) of image buf."""
-    return f"(int2)((((int)({at})) >> 2) % {buf.dtype.image[1]}, (((int)({at})) >> 2) / {buf.dtype.image[1]})"
+    return f"(int2)((((int)({at})) >> 2) % {buf.dtype.image.width}, (((int)({at})) >> 2) / {buf.dtype.image.width})"
   def load(self, u: UOp) -> list[str]:
     if len(u.src) != 2 or not u.src[0].dtype.image: return super().load(u)
     buf, idx = u.src
@@ -157,7 +157,7 @@ class _Kernel(LaneKernel):
   def from_memory(self, buf: UOp, idx: str, dt: DType) -> str:
     if buf.dtype.image:
       self.helpers.add("tg_read_image")
-      return f"tg_read_image({self.ref(buf)}, (int)({idx}), {buf.dtype.image[1]})"
+      return f"tg_read_image({self.ref(buf)}, (int)({idx}), {buf.dtype.image.width})"
     buf = self.ref(buf)
     if dt == dtypes.bool: return f"({buf}[{idx}] != 0)"
     if dt == dtypes.bfloat16: return f"as_float(((uint){buf}[{idx}]) << 16)"

@@ -5,7 +5,7 @@ import importlib, os
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable
-from ir.dtype import DType, PtrDType, dtypes
+from ir.dtype import DType, Image, PtrDType, dtypes
 from ir.helpers import prod
 from ir.switches import DEBUG, DEV, SwitchError
 from ir.target import parse_targets
@@ -26,13 +26,6 @@ class GlobalCounters:
 class HostMemory:
   """Buffer options for memory the caller owns at host address `address` (Tensor.from_blob): used in place, never freed."""
   address: int
-
-@dataclass(frozen=True)
-class Image:
-  """Buffer options for memory kept as a 2-D image, `height` rows of `width` pixels of 4 elements (IMAGE=1 on devices
-  with images): kernels read it through the texture path and write it a whole pixel at a time."""
-  height: int
-  width: int
 
 IMAGE_DTYPES = (dtypes.float32, dtypes.float16)
 

@@ -24,7 +24,7 @@ class DType:
   def vec(self, n: int) -> DType:
     assert self.count == 1, f"can't vectorize {self}"
     return self if n == 1 else DType(self.priority, self.itemsize * n, f"{self.name}{n}", None, n)
-  def ptr(self, size: int = -1, local: bool = False, image: tuple[int, int] | None = None) -> PtrDType:
+  def ptr(self, size: int = -1, local: bool = False, image: Image | None = None) -> PtrDType:
     return PtrDType(self.priority, 8, f"{self.name}*", None, 1, self, size, local, image)
   @property
   def min(self):
@@ -35,12 +35,19 @@ class DType:
     """The largest value: 2**(bits-1)-1 or 2**bits-1 for ints, True for bool, inf for every float."""
     return dtype_max(self)
 
+@dataclass(frozen=True)
+class Image:
+  """A 2-D image of `height` rows of `width` pixels of 4 elements (IMAGE=1): how a buffer is laid out in memory, and
+  what a kernel pointer to it says."""
+  height: int
+  width: int
+
 @dataclass(frozen=True, eq=True)
 class PtrDType(DType):
   base: DType = None    # type: ignore[assignment]
   size: int = -1        # elements, -1 when unknown
   local: bool = False   # workgroup-shared memory rather than global memory
-  image: tuple[int, int] | None = None  # (height, width): a 2-D image of 4-element pixels rather than plain memory
+  image: Image | None = None  # a 2-D image of 4-element pixels rather than plain memory
   def __repr__(self) -> str:
     return f"{self.base!r}.ptr({self.size}{', local=True' if self.local else ''}{f', image={self.image}' if self.image else ''})"
 

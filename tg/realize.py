@@ -12,7 +12,7 @@ from codegen.program import get_program
 from codegen.program_cache import cached_program
 from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
-from drivers.device import Buffer, Device, GlobalCounters, Image
+from drivers.device import Buffer, Device, GlobalCounters
 from drivers.hcq import DeviceFault, HCQCompiled, ProfileEvent, profile_events
 from tg.schedule import ScheduleItem
 from tg.viz import capture as viz
@@ -33,7 +33,7 @@ def beam_opts(dev, ast: UOp) -> list | None:
   def time_opts(opts) -> float:
     spec = get_program(ast, dev.renderer, opts)
     prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
-    if not bufs: bufs.extend(Buffer(dev.device, max(g.dtype.size, 1), g.dtype.base, options=Image(*g.dtype.image) if g.dtype.image else None).ensure_allocated() for g in sorted(
+    if not bufs: bufs.extend(Buffer(dev.device, max(g.dtype.size, 1), g.dtype.base, options=g.dtype.image).ensure_allocated() for g in sorted(
       {u for u in spec.uops if u.op is Ops.DEFINE_GLOBAL}, key=lambda g: g.arg))
     vals = tuple(1.0 if is_scalar_arg(v) else v.arg[1] for v in spec.vars)
     return min(prg(*[b._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size, vals=vals, wait=True) for _ in range(3))

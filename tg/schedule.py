@@ -317,7 +317,7 @@ class Scheduler:
     memo: dict[tuple[UOp, ShapeTracker], UOp] = {}
     def glob(b: Buffer) -> UOp:
       if b not in bufs: bufs.append(b)
-      return UOp(Ops.DEFINE_GLOBAL, b.dtype.ptr(b.size, image=(b.image.height, b.image.width) if b.image else None), (), bufs.index(b))
+      return UOp(Ops.DEFINE_GLOBAL, b.dtype.ptr(b.size, image=b.image), (), bufs.index(b))
 
     def build(n: UOp, st: ShapeTracker) -> UOp:
       if (hit := memo.get((n, st))) is not None: return hit

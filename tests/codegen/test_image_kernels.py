@@ -3,7 +3,7 @@ image is pinned to, and the OpenCL C it renders (read_imagef / write_imagef); an
 where the same operands are plain buffers."""
 import numpy as np
 import pytest
-from ir.dtype import dtypes
+from ir.dtype import Image, dtypes
 from ir.ops import Ops
 from ir.pattern import substitute
 from ir.uop import UOp
@@ -29,13 +29,13 @@ def kernel_ast(t: Tensor) -> UOp:
   (item,) = [i for i in t.schedule() if i.ast.op is Ops.SINK]
   return item.ast
 
-def as_images(ast: UOp, images: dict[int, tuple[int, int]]) -> UOp:
-  """ast with the numbered globals turned into images of the given (height, width)."""
+def as_images(ast: UOp, images: dict[int, Image]) -> UOp:
+  """ast with the numbered globals turned into the given images."""
   return substitute(ast, {g: UOp(Ops.DEFINE_GLOBAL, g.dtype.base.ptr(g.dtype.size, image=images[g.arg]), (), g.arg)
                           for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL and g.arg in images})
 
 def test_a_kernel_writing_an_image_computes_whole_pixels():
-  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {0: (3, 2)})
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {0: Image(3, 2)})
   k = Kernel(ast, OpenCLRenderer())
   assert k.full_shape[k.vector_axis] == 4 and k.axis_types[k.vector_axis] is AxisType.UPCAST
   other = next(a for a, t in enumerate(k.axis_types) if t is AxisType.GLOBAL)
@@ -47,17 +47,17 @@ def test_a_kernel_writing_an_image_computes_whole_pixels():
   assert src.count("write_imagef(") == 1 and "(float4)(" in src
 
 def test_a_kernel_reading_an_image_reads_pixels():
-  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {1: (3, 2)})
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {1: Image(3, 2)})
   src = get_program(ast, OpenCLRenderer()).src
   assert "read_only image2d_t data1" in src and "__global float *data0" in src and "CLK_NORMALIZED_COORDS_FALSE" in src
   assert "read_imagef(data1" in src
 
 def test_images_a_kernel_cannot_write_are_refused():
   with pytest.raises(ValueError, match="multiple of 4"):  # 5 elements per row: no whole pixels
-    Kernel(as_images(kernel_ast(Tensor(np.ones((3, 5), np.float32)) * 2), {0: (1, 4)}), OpenCLRenderer())
+    Kernel(as_images(kernel_ast(Tensor(np.ones((3, 5), np.float32)) * 2), {0: Image(1, 4)}), OpenCLRenderer())
   t = Tensor(np.ones((2, 8), np.float32)).realize()
   with pytest.raises(TypeError, match="read it or write it, not both"):
-    get_program(as_images(kernel_ast(t.assign(t + 1)), {0: (2, 2)}), OpenCLRenderer())
+    get_program(as_images(kernel_ast(t.assign(t + 1)), {0: Image(2, 2)}), OpenCLRenderer())
 
 def test_image_dot_and_conv_on_a_device_without_images_match_numpy():
   rng = np.random.default_rng(1)
