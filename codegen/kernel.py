@@ -162,13 +162,13 @@ class Kernel:
   def _pin_image_lanes(self) -> None:
     """A kernel writes an image a whole pixel at a time: the output axis its stores walk contiguously is split by 4
     and those 4 become the vector lanes, for good (no later action may pick other lanes or resize these)."""
-    stores = [(st, s) for s in self.ast.src if s.src[0].dtype.image for v, st in zip(self.views, self.sts) if v is s.src[1]]
-    if not stores: return
+    image_views = {s.src[1] for s in self.ast.src if s.src[0].dtype.image}
+    if not image_views: return
     def contiguous_axis(st: ShapeTracker) -> int | None:
       if len(st.views) != 1 or st.views[0].mask is not None: return None
       return next((a for a, (n, stride) in enumerate(zip(st.shape, st.views[0].strides))
                    if stride == 1 and self.axis_types[a] is AxisType.GLOBAL and isinstance(n, int) and n % 4 == 0), None)
-    axes = {contiguous_axis(st) for st, _ in stores}
+    axes = {contiguous_axis(st) for v, st in zip(self.views, self.sts) if v in image_views}
     if len(axes) != 1 or (axis := axes.pop()) is None:
       raise ValueError(f"a kernel can write an image only through an unmasked view whose contiguous output axis is a multiple of 4 long, got {self.full_shape}")
     if self.full_shape[axis] == 4: self.axis_types[axis] = AxisType.UPCAST
