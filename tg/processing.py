@@ -38,6 +38,11 @@ def _squeezed(out: Tensor, rows: bool, cols: bool) -> Tensor:
   if cols: out = out.squeeze(-1)
   return out.squeeze(-2 if not cols else -1) if rows else out
 
+def _check_groups(cin: int, weight_shape: tuple, groups: int) -> None:
+  """A RuntimeError, as PyTorch's, when `cin` input channels and a (cout, cin/groups, ...) weight don't fit `groups`."""
+  if cin != weight_shape[1] * groups or weight_shape[0] % groups:
+    raise RuntimeError(f"conv input channels {cin} don't match weight {weight_shape} with groups={groups}")
+
 def _stored_as_image(t: Tensor) -> Tensor:
   """t stored as an image (Tensor._as_image), in halves with FLOAT16=1 (read back as t's dtype)."""
   return t.cast(dtypes.float16)._as_image().cast(t.dtype) if FLOAT16 and t.dtype != dtypes.float16 else t._as_image()
@@ -218,7 +223,7 @@ class ProcessingMixin:
     if self.ndim != n + 2: raise RuntimeError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
     bs, cin = self.shape[:2]
     cout, cin_g = weight.shape[:2]
-    if cin != cin_g * groups or cout % groups: raise RuntimeError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
+    _check_groups(cin, weight.shape, groups)
     if isinstance(padding, str):
       if padding != "same" or any(s != 1 for s in _tuple(stride, n)): raise RuntimeError(f"padding={padding!r} needs 'same' and stride 1")
       total = [d * (k - 1) for d, k in zip(_tuple(dilation, n), weight.shape[2:])]
@@ -246,7 +251,7 @@ class ProcessingMixin:
     4 channels. With FLOAT16=1 the images hold halves."""
     if self.ndim != 4 or weight.ndim != 4: raise RuntimeError(f"image_conv2d takes a 4-d input and weight, got {self.shape} and {weight.shape}")
     (bs, cin, iy, ix), (cout, cin_g, H, W) = self.shape, weight.shape
-    if cin != cin_g * groups or cout % groups: raise RuntimeError(f"conv input channels {cin} don't match weight {weight.shape} with groups={groups}")
+    _check_groups(cin, weight.shape, groups)
     rcout = cout // groups
     c4, o4 = round_up(cin_g, 4), round_up(rcout, 4)
     x = self.reshape(bs, groups, cin_g, iy, ix).pad([None, None, (0, c4 - cin_g), None, None])
