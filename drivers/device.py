@@ -167,7 +167,7 @@ class DeviceUnavailable(RuntimeError): pass
 
 # name -> "module:Class"; None where tg has no driver yet
 DRIVERS: dict[str, str | None] = {
-  "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": "drivers.amd.device:AMDDevice", "NV": "drivers.nv.device:NVDevice", "CUDA": "drivers.cuda:CUDADevice", "QCOM": None, "CL": "drivers.cl:CLDevice",
+  "CPU": "drivers.cpu:CPUDevice", "METAL": None, "AMD": "drivers.amd.device:AMDDevice", "NV": "drivers.nv.device:NVDevice", "CUDA": "drivers.cuda:CUDADevice", "QCOM": "drivers.qcom.device:QCOMDevice", "CL": "drivers.cl:CLDevice",
   "DSP": None, "WEBGPU": "drivers.webgpu:WebGPUDevice", "PYTHON": "drivers.python:PythonDevice", "NULL": "drivers.null:NullDevice", "DISK": "drivers.disk:DiskDevice"}
 ALL_DEVICES = ["METAL", "AMD", "NV", "CUDA", "QCOM", "CL", "CPU", "DSP", "WEBGPU"]  # the order Device.DEFAULT probes in
 

@@ -36,7 +36,8 @@ class DeviceModel:
 # models; one instance of a class serves all its prefixes (amdkfd answers /dev/kfd, the render nodes and sysfs)
 _KFD = "drivers.mock.amd.kfd:KFDModel"
 BUILTIN_MODELS = {"/dev/nvidia": "drivers.mock.nv.model:NVModel", "libcuda": "drivers.mock.nv.libcuda:LibCUDAModel",
-                  "/dev/kfd": _KFD, "/dev/dri/renderD": _KFD, "/sys/devices/virtual/kfd": _KFD, "/sys/class/drm": _KFD}
+                  "/dev/kfd": _KFD, "/dev/dri/renderD": _KFD, "/sys/devices/virtual/kfd": _KFD, "/sys/class/drm": _KFD,
+                  "/dev/kgsl": "drivers.mock.qcom.kgsl:KGSLModel"}
 
 class MockSystem(System):
   def __init__(self, usb_bridge: bool = True):

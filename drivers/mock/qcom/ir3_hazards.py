@@ -1,0 +1,103 @@
+"""The sync rules a program must obey, tracked per fiber (so divergent paths each keep their own history) and checked
+as each instruction runs. Written from Mesa's ir3 legalize/delay passes, which decide where a correct program needs
+them:
+- ir3_legalize.c legalize_block: a register written by a global load (ldg, is_load && !is_local_mem_load) needs (sy)
+  on the first instruction that reads or rewrites it; one written by an SFU op (cat4, is_sfu) or a local-memory load
+  (ldl, ir3.h is_local_mem_load) needs (ss). A register read by a cat4/cat5/cat6 instruction ("tex/sfu/mem ... not
+  always immediately consume their src register(s)", needs_ss_war) needs (ss) before it is written again. After a
+  barrier (is_barrier: bar, fence) the next instruction gets both (ss) and (sy): here, the fiber must meet an (ss) and a
+  (sy) (on nops or on the instruction) before any instruction other than nop. (ss)/(sy) wait for everything pending.
+- ir3_delay.c ir3_delayslots + ir3_src_read_delay: a cat1-cat3 result read by cat0 flow, cat4, cat5 or cat6 needs 6
+  delay slots, by the third source of mad*/madsh* 1, by any other ALU op 3. Slots are counted as legalize counts them
+  (ir3_delay.c count_instruction): each cat1-3 instruction and each cat0 other than jump/br fills 1 + repeat + (nopN).
+- ir3_legalize.c resolve_jumps/mark_jp: an instruction a branch or jump lands on carries (jp) (checked when a fiber takes
+  the branch; Mesa also marks the fall-through after a conditional branch, which is not required here)."""
+from __future__ import annotations
+import numpy as np
+from drivers.mock.qcom.ir3_decode import Instr, Operand
+from drivers.mock.qcom.ir3_faults import ShaderHazard
+
+NEVER = -(1 << 40)
+LDG, LDL, SFU = 1, 2, 3                                        # what a register waits for
+WAITS = {LDG: "a global load (ldg) needs (sy)", LDL: "a local load (ldl) needs (ss)", SFU: "a cat4 (SFU) result needs (ss)"}
+BAR_SS, BAR_SY = 1, 2
+
+class _File:
+  """Per register row and fiber: when its ALU producer finished (clock), what sync it waits for, whether a cat4-6
+  instruction still reads it."""
+  def __init__(self, rows: int, fibers: int):
+    self.done = np.full((rows, fibers), NEVER, np.int64)
+    self.wait = np.zeros((rows, fibers), np.uint8)
+    self.war = np.zeros((rows, fibers), bool)
+
+class Hazards:
+  def __init__(self, full_rows: int, half_rows: int, fibers: int):
+    self.files = {"reg": _File(full_rows, fibers), "half": _File(half_rows, fibers), "pred": _File(4, fibers)}
+    self.clock = np.zeros(fibers, np.int64)
+    self.bar = np.zeros(fibers, np.uint8)
+
+  def begin(self, ins: Instr, sel) -> None:
+    """Apply the instruction's (sy)/(ss), then the after-barrier rule."""
+    if ins.sy or ins.ss:
+      for f in self.files.values():
+        if ins.sy: f.wait[:, sel] = np.where(f.wait[:, sel] == LDG, 0, f.wait[:, sel])
+        if ins.ss:
+          f.wait[:, sel] = np.where(f.wait[:, sel] == LDG, LDG, 0)
+          f.war[:, sel] = False
+      self.bar[sel] &= ~np.uint8((BAR_SY if ins.sy else 0) | (BAR_SS if ins.ss else 0))
+    if ins.name != "nop" and self.bar[sel].any():
+      miss = int(np.bitwise_or.reduce(self.bar[sel]))
+      need = " and ".join(n for n, b in (("(ss)", BAR_SS), ("(sy)", BAR_SY)) if miss & b)
+      raise ShaderHazard(ins.pc, f"{ins.text}: first instruction after a barrier lacks {need} (ir3_legalize.c legalize_block is_barrier)")
+
+  def read(self, ins: Instr, op: Operand, rows: range, sel, need: int) -> None:
+    """A source register read: pending sync, then delay slots."""
+    f = self.files[op.kind]
+    for row in rows:
+      w = f.wait[row, sel]
+      if w.any():
+        raise ShaderHazard(ins.pc, f"{ins.text}: reads {_name(op.kind, row)}, written by {WAITS[int(w.max())]} (ir3_legalize.c legalize_block)")
+      short = self.clock[sel] - f.done[row, sel]
+      if (short < need).any():
+        have = int(short.min())
+        raise ShaderHazard(ins.pc, f"{ins.text}: reads {_name(op.kind, row)} {have} slot(s) after its ALU producer, needs {need} "
+                                   "(ir3_delay.c ir3_delayslots)")
+
+  def write(self, ins: Instr, kind: str, rows: range, sel) -> None:
+    """A destination write: the register must not still wait for a load/SFU nor be read by a pending cat4-6 op."""
+    f = self.files[kind]
+    for row in rows:
+      w = f.wait[row, sel]
+      if w.any():
+        raise ShaderHazard(ins.pc, f"{ins.text}: overwrites {_name(kind, row)} while {WAITS[int(w.max())]} (ir3_legalize.c legalize_block)")
+      if f.war[row, sel].any():
+        raise ShaderHazard(ins.pc, f"{ins.text}: overwrites {_name(kind, row)} still read by an earlier cat4/cat5/cat6 instruction "
+                                   "without (ss) (ir3_legalize.c needs_ss_war)")
+
+  def produced(self, ins: Instr, kind: str, rows: range, sel) -> None:
+    """Record the producer of a written register: ALU (delay slots), ldg (sy), ldl/cat4 (ss)."""
+    f = self.files[kind]
+    for row in rows:
+      if 1 <= ins.cat <= 3: f.done[row, sel] = self.clock[sel] + 1 + ins.repeat
+      else:
+        f.done[row, sel] = NEVER
+        f.wait[row, sel] = SFU if ins.cat == 4 else LDL if ins.name == "ldl" else LDG
+
+  def consumed(self, kind: str, rows: range, sel) -> None:
+    """A cat4/cat6 source: it must not be rewritten before an (ss)."""
+    for row in rows: self.files[kind].war[row, sel] = True
+
+  def barrier(self, sel) -> None: self.bar[sel] = BAR_SS | BAR_SY
+
+  def advance(self, ins: Instr, sel) -> None:
+    """ir3_delay.c count_instruction: cat1-3 and cat0 except jump/br fill delay slots."""
+    if 1 <= ins.cat <= 3 or (ins.cat == 0 and ins.name not in ("jump", "br")): self.clock[sel] += 1 + ins.repeat + ins.nop
+
+def need(consumer: Instr, n: int) -> int:
+  """Delay slots an ALU result needs before `consumer` reads it as source n (ir3_delay.c ir3_delayslots)."""
+  if consumer.cat in (0, 4, 5, 6): return 6
+  if n == 2 and consumer.name.startswith(("mad", "madsh")): return 1
+  return 3
+
+def _name(kind: str, row: int) -> str:
+  return f"p0.{'xyzw'[row]}" if kind == "pred" else f"{'h' if kind == 'half' else ''}r{row >> 2}.{'xyzw'[row & 3]}"
