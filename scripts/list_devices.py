@@ -60,6 +60,9 @@ def details(name: str, dev) -> list[str]:
   if name == "NV": return nv_details(dev)
   if name == "AMD": return amd_details(dev)
   if name == "CL": return cl_details(dev)
+  if name == "QCOM":
+    iface = target_for(parse_targets(DEV.value), "QCOM").interface
+    return [f"kgsl chip id {dev.chip_id:#010x}: {dev.arch} (a{dev.gen}xx){' (MOCK model)' if iface == 'MOCK' else ''}"]
   if name == "WEBGPU": return [f"adapter {dev.name} on {dev.backend}"]
   if name == "PYTHON": return ["the linear program interpreted with numpy"]
   if name in ("CPU", "NULL"):

@@ -20,7 +20,7 @@ def test_nv_model_gpus_are_listed():
   for _, _, minor, device_id, sm, sms, compute, peers in gpus:
     assert int(device_id, 16) == arch.pci_device and int(sm) == arch.sm and int(sms) == arch.gpcs * arch.tpc_per_gpc * arch.sm_per_tpc
     assert int(compute, 16) == arch.compute and peers == "1"
-  assert re.search(r"^QCOM\s+no\s+tg has no QCOM driver yet$", out, re.M)
+  assert re.search(r"^QCOM\s+no\s+QCOM unavailable: no kgsl", out, re.M), out
   assert re.search(r"^AMD\s+no\s+AMD unavailable: no amdkfd", out, re.M), out
   assert re.search(r"^CUDA\s+no\s+CUDA unavailable: ", out, re.M)
 
@@ -42,3 +42,10 @@ def test_help_and_unknown_names():
   assert list_devices("--help").returncode == 0
   bad = list_devices("tpu")
   assert bad.returncode == 2 and "unknown device(s) TPU" in bad.stderr
+
+def test_qcom_model_gpu_is_listed():
+  from drivers.mock.qcom.kgsl import ARCHS as QCOM_ARCHS
+  run = list_devices("qcom", DEV="MOCK+QCOM", MOCKGPU_QCOM_ARCH="a740")
+  assert run.returncode == 0, run.stderr
+  chip = re.search(r"^QCOM\s+yes\s+kgsl chip id (0x[0-9a-f]{8}): a740 \(a7xx\) \(MOCK model\)$", run.stdout, re.M)
+  assert chip and int(chip[1], 16) == QCOM_ARCHS["a740"].chip_id, run.stdout

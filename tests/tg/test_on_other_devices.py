@@ -11,6 +11,9 @@
   suites;
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
+- DEV=MOCK+QCOM and DEV=MOCK+QCOM::a740: the QCOM driver (kgsl, CP packets) against the kgsl/CP model, whose shader
+  core executes the ir3 machine code tg renders and assembles, checking its sync flags and delay slots, so the ir3
+  renderer and assembler are checked op by op on a6xx and a7xx;
 - DEV=CL: the OpenCL C renderer on a real OpenCL runtime (PoCL), the JIT suite here (tests/drivers/test_cl.py and
   test_cl_images.py cover the renderer's paths and images); PoCL builds each new kernel in about 0.3 s (clang parsing
   its 900 KB opencl-c.h, linking its kernel library, running ld), so the whole op/nn/optim/JIT set (about 5000
@@ -39,6 +42,9 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
+        # QCOM: the op and JIT suites on the a6xx model, and a sample of them on a7xx (its registers, CP_EVENT_WRITE7)
+        "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py"],
+        "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
         "CL": ["tests/tg/test_jit.py"]}
 def available(run: str) -> bool:
