@@ -57,3 +57,20 @@ def test_bad_input(tmp_path):
 def test_help():
   run = subprocess.run([sys.executable, "scripts/decode_cp.py", "--help"], cwd=ROOT, capture_output=True, text=True)
   assert run.returncode == 0 and "DEBUG=7" in run.stdout and "--arch" in run.stdout
+
+@pytest.mark.parametrize("arch", ["a630", "a740"])
+def test_what_the_driver_submits_on_the_model(arch, tmp_path):
+  """A DEBUG=7 dump of a real realize on DEV=MOCK+QCOM decodes: one launch of one work group with its shader and
+  constants loaded, and the timeline signal written after it."""
+  code = "from tg import Tensor; (Tensor([1.0]) + 1).realize()"
+  run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "DEBUG": "7", "DEV": f"MOCK+QCOM::{arch}", "MOCKGPU_QCOM_ARCH": arch})
+  assert run.returncode == 0, run.stderr[-2000:]
+  (tmp_path / "dump.txt").write_text(run.stdout)
+  out = subprocess.run([sys.executable, "scripts/decode_cp.py", "--arch", arch, str(tmp_path / "dump.txt")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+  assert out.returncode == 0, out.stderr
+  lines = out.stdout.splitlines()
+  assert sum("CP_EXEC_CS groups 1x1x1" in l for l in lines) == 1, out.stdout
+  assert any("ST6_SHADER SS6_INDIRECT SB6_CS_SHADER" in l for l in lines) and any("ST6_CONSTANTS SS6_INDIRECT SB6_CS_SHADER" in l for l in lines)
+  signal = "value 0x1" if arch == "a630" else "payload 0x1"  # a7xx writes it with CP_EVENT_WRITE7
+  assert any("CACHE_FLUSH_TS" in l and signal in l for l in lines), out.stdout
