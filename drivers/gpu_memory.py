@@ -4,7 +4,7 @@ memory queues keep their launch arguments in. A device provides alloc_memory(siz
 from __future__ import annotations
 from dataclasses import dataclass, field
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from ir.helpers import round_up
 from drivers.device import LRUAllocator
@@ -124,6 +124,7 @@ class ArgumentQueue(HWQueue):
     self._mem_patches: list[tuple[np.ndarray, int, Any]] = []  # (u64 view, index, UOp or PatchSlot) written at submit
     self._last_submit: tuple[HCQSignal, int] | None = None
     self._release = [0]  # the timeline value after which the GPU no longer reads this queue's memory
+    self._commands: GPUBuffer | None = None  # a bound queue's words, kept on the device
 
   def memory(self, dev, size: int, align: int = 256) -> tuple[GPUBuffer, int]:
     """`size` bytes of host-visible memory owned by this queue: (chunk, offset)."""
@@ -143,6 +144,19 @@ class ArgumentQueue(HWQueue):
       words = view[offset:offset + size].view(np.uint64 if size == 8 else np.uint32)
       if isinstance(a, (PatchSlot, UOp)): self._mem_patches.append((words, 0, PatchSlot(a.name, lambda b: b.va) if isinstance(a, PatchSlot) else a))
       else: words[0] = a.va if isinstance(a, GPUBuffer) else int(a) & (0xFFFFFFFFFFFFFFFF if size == 8 else 0xFFFFFFFF)
+
+  def bound_commands(self, dev, words: list[int], alloc: Callable[[int], GPUBuffer]) -> GPUBuffer:
+    """A bound queue's words in device memory from `alloc(nbytes)`, written at the first submit (freed once the GPU is
+    done with them); later submits rewrite only the patched words, after the GPU read the previous ones."""
+    if self._commands is None:
+      self._commands = alloc(4 * len(words))
+      weakref.finalize(self, dev.retire, self._commands, self._release)
+      self._commands.view()[:4 * len(words)].view(np.uint32)[:] = words
+    else:
+      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old words
+      view = self._commands.view().view(np.uint32)
+      for at, _ in self._patches: view[at] = words[at]
+    return self._commands
 
   def submit(self, dev, var_vals: dict[str, Any] | None = None) -> HWQueue:
     if self._mem_patches:

@@ -3,8 +3,7 @@ is written at the end of the pipe (RELEASE_MEM / FENCE) with the GPU clock next 
 32 bits (WAIT_REG_MEM / POLL_REGMEM); a launch sets the compute registers from the kernel descriptor, points the
 user SGPRs at kernel arguments in host-visible memory the queue owns, and dispatches."""
 from __future__ import annotations
-import functools, weakref
-import numpy as np
+import functools
 from drivers.hcq import HCQSignal, HWQueue, PatchSlot, hi32, lo32
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 from drivers.amd import pm4, sdma
@@ -25,7 +24,6 @@ class AMDComputeQueue(ArgumentQueue):
   """A bound queue (a JIT graph's) keeps its commands in GPU-visible memory: the first submit writes them, later ones
   rewrite only the patched words, and each runs them with one INDIRECT_BUFFER packet on the ring."""
   engine, gfx = "compute", 11  # gfx: the GPU's major version, which picks packet forms and register offsets
-  _commands: GPUBuffer | None = None
   def wait(self, signal: HCQSignal, value): return self.q(*pm4.wait_reg_mem(signal.va, lo32(value)))
   def signal(self, signal: HCQSignal, value):
     self.timestamp(signal).q(*pm4.release_mem(self.gfx, signal.va, pm4.DATA_SEL_64, lo32(value), hi32(value)))
@@ -52,15 +50,8 @@ class AMDComputeQueue(ArgumentQueue):
 
   def _submit(self, dev, words: list[int]) -> None:
     if self._bound is not dev: return dev.rings["compute"].submit(words)
-    if self._commands is None:
-      self._commands = dev.alloc_memory(4 * len(words), host=True, uncached=True)
-      weakref.finalize(self, dev.retire, self._commands, self._release)
-      self._commands.view()[:4 * len(words)].view(np.uint32)[:] = words
-    else:
-      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old words
-      view = self._commands.view().view(np.uint32)
-      for at, _ in self._patches: view[at] = words[at]
-    dev.rings["compute"].submit(pm4.indirect_buffer(self._commands.va, len(words)))
+    commands = self.bound_commands(dev, words, lambda n: dev.alloc_memory(n, host=True, uncached=True))
+    dev.rings["compute"].submit(pm4.indirect_buffer(commands.va, len(words)))
 
 class AMDCopyQueue(HWQueue):
   engine, copies, gfx = "copy", True, 11

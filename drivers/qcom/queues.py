@@ -3,9 +3,8 @@ engine for both: a launch programs the compute registers and loads the kernel ar
 and the shader with CP_LOAD_STATE6_FRAG before CP_EXEC_CS; a copy is CP_MEMCPY. A signal is a cache-flush event
 that writes the value once the work before it is done; a wait polls memory in the CP (CP_WAIT_REG_MEM)."""
 from __future__ import annotations
-import functools, weakref
+import functools
 from typing import Any
-import numpy as np
 from ir.helpers import prod
 from drivers.hcq import HCQSignal, PatchSlot, hi32, lo32
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
@@ -51,7 +50,6 @@ class QCOMComputeQueue(ArgumentQueue):
   """A bound queue (a JIT graph's) keeps its packets in GPU memory: the first submit writes them, later ones rewrite
   only the patched words, and each submits that buffer as the IB."""
   gen, scratch, copies = 6, 0, True  # gen picks registers and event forms; scratch: an address CACHE_FLUSH_TS may write
-  _commands: GPUBuffer | None = None
   @property
   def regs(self) -> cp.Registers: return cp.REGISTERS[self.gen]
 
@@ -86,15 +84,7 @@ class QCOMComputeQueue(ArgumentQueue):
 
   def _submit(self, dev, words: list[int]) -> None:
     if self._bound is not dev: return dev.submit(words)
-    if self._commands is None:
-      self._commands = dev.alloc_memory(4 * len(words))
-      weakref.finalize(self, dev.retire, self._commands, self._release)
-      self._commands.view()[:4 * len(words)].view(np.uint32)[:] = words
-    else:
-      if self._last_submit is not None: self._last_submit[0].wait(self._last_submit[1])  # the GPU may still read the old words
-      view = self._commands.view().view(np.uint32)
-      for at, _ in self._patches: view[at] = words[at]
-    dev.submit_ib(self._commands.va, len(words))
+    dev.submit_ib(self.bound_commands(dev, words, dev.alloc_memory).va, len(words))
 
 @functools.cache
 def queue_for(gen: int, scratch: int) -> type[QCOMComputeQueue]:
