@@ -10,12 +10,12 @@ lines are skipped), or a hex file of 32-bit words (whitespace or comma separated
   python3 scripts/decode_cp.py dump.txt
   python3 scripts/decode_cp.py --arch a740 words.hex"""
 from __future__ import annotations
-import argparse, os, signal, sys
+import os, sys
 from typing import Iterator
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from drivers.mock.qcom import registers as hw
 from drivers.mock.qcom.kgsl import ARCHS
-from decode_pushbuf import InputError, submissions
+from decode_pushbuf import InputError, decoder_parser, print_decoded, submissions
 
 def register(gen: int, reg: int, value: int) -> str:
   name = hw.REG_NAMES[gen].get(reg, f"{reg:#06x}")
@@ -89,17 +89,9 @@ def decode(text: str, source: str, arch: str) -> Iterator[str]:
   if not found: raise InputError(f"{source}: no QCOM submissions (DEBUG=7 'HWQueue QCOM ...' lines)")
 
 def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-  ap.add_argument("file", help="a DEBUG=7 dump or a hex file of words; - for stdin")
+  ap = decoder_parser(__doc__)
   ap.add_argument("--arch", choices=sorted(ARCHS), default="a630", help="the GPU (its register offsets and packet variants; default a630)")
   args = ap.parse_args(argv)
-  signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: stop quietly
-  try:
-    text = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    for line in decode(text, args.file, args.arch): print(line)
-  except (OSError, InputError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  return 0
+  return print_decoded(args.file, lambda text: decode(text, args.file, args.arch))
 
 if __name__ == "__main__": sys.exit(main())

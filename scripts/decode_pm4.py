@@ -8,12 +8,12 @@ are skipped), or a hex file of 32-bit words (then --engine says which kind).
   DEBUG=7 DEV=MOCK+AMD python3 -c "from tg import Tensor; (Tensor([1.0, 2.0]) + 1).realize()" > dump.txt
   python3 scripts/decode_pm4.py dump.txt"""
 from __future__ import annotations
-import argparse, os, signal, sys
+import os, sys
 from typing import Iterator
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from drivers.mock.amd import packets as hw
 from drivers.mock.amd.gpu import ARCHS
-from decode_pushbuf import InputError, submissions
+from decode_pushbuf import InputError, decoder_parser, print_decoded, submissions
 
 DATA_SEL = {hw.DATA_SEL_NONE: "none", hw.DATA_SEL_LOW32: "low32", hw.DATA_SEL_64: "64-bit", hw.DATA_SEL_CLOCK: "GPU clock"}
 FUNCTION = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
@@ -86,18 +86,10 @@ def decode(text: str, source: str, arch: str, engine: str | None = None) -> Iter
     except InputError as e: raise InputError(f"{source}, submission {k} ({label}): {e}") from None
 
 def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-  ap.add_argument("file", help="a DEBUG=7 dump or a hex file of words; - for stdin")
+  ap = decoder_parser(__doc__)
   ap.add_argument("--arch", choices=sorted(ARCHS), default="gfx1100", help="the GPU (its register offsets and packet lengths; default gfx1100)")
   ap.add_argument("--engine", choices=("pm4", "sdma"), help="what a hex file holds (a DEBUG=7 dump names its queues)")
   args = ap.parse_args(argv)
-  signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: stop quietly
-  try:
-    text = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    for line in decode(text, args.file, args.arch, args.engine): print(line)
-  except (OSError, InputError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  return 0
+  return print_decoded(args.file, lambda text: decode(text, args.file, args.arch, args.engine))
 
 if __name__ == "__main__": sys.exit(main())

@@ -8,7 +8,7 @@ are skipped), or a hex file of 32-bit words (whitespace or comma separated, 0x o
   python3 scripts/decode_pushbuf.py dump.txt"""
 from __future__ import annotations
 import argparse, os, re, signal, sys
-from typing import Iterator
+from typing import Callable, Iterator
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from drivers.mock.nv import class_headers as hw
 from drivers.mock.nv.gpu import ARCHS
@@ -75,19 +75,28 @@ def decode(text: str, source: str, arch: str) -> Iterator[str]:
       for subc, offset, value in hw.method_writes(words): yield "  " + channel.decode(subc, offset, value)
     except hw.PushBufferError as e: raise InputError(f"{source}, submission {i} ({label}): {e}") from None
 
-def main(argv: list[str] | None = None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+def decoder_parser(doc: str) -> argparse.ArgumentParser:
+  """The command line every decoder script shares: its docstring as the help, and the input file."""
+  ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("file", help="a DEBUG=7 dump or a hex file of words; - for stdin")
-  ap.add_argument("--arch", choices=sorted(ARCHS), default="hopper",
-                  help="the GPU whose channel, compute and copy classes subchannels 0, 1 and 4 hold until a SET_OBJECT says otherwise (default hopper)")
-  args = ap.parse_args(argv)
+  return ap
+
+def print_decoded(path: str, lines_of: Callable[[str], Iterator[str]]) -> int:
+  """Print what `lines_of` makes of the file at `path` (- for stdin): 0, or 1 with the error on stderr."""
   signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # piped into head: stop quietly
   try:
-    text = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    for line in decode(text, args.file, args.arch): print(line)
+    text = sys.stdin.read() if path == "-" else open(path).read()
+    for line in lines_of(text): print(line)
   except (OSError, InputError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 1
   return 0
+
+def main(argv: list[str] | None = None) -> int:
+  ap = decoder_parser(__doc__)
+  ap.add_argument("--arch", choices=sorted(ARCHS), default="hopper",
+                  help="the GPU whose channel, compute and copy classes subchannels 0, 1 and 4 hold until a SET_OBJECT says otherwise (default hopper)")
+  args = ap.parse_args(argv)
+  return print_decoded(args.file, lambda text: decode(text, args.file, args.arch))
 
 if __name__ == "__main__": sys.exit(main())
