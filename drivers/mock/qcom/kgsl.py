@@ -288,6 +288,7 @@ class KGSLModel(DeviceModel):
     # kgsl_ioctl.c kgsl_ioctl / adreno_ioctl.c adreno_ioctl_helper: an unknown number is -ENOIOCTLCMD (ENOTTY)
     if nr not in IOCTLS: raise OSError(errno.ENOTTY, f"{name} ({request:#x}): ioctl number {nr:#x} is not a kgsl ioctl the model has")
     what, struct, _ = IOCTLS[nr]
+    # the model's own rule, stricter than kgsl (which copies min(its size, the caller's)): the request must encode msm_kgsl.h's size and direction
     if request != request_of(nr):
       raise OSError(errno.EINVAL, f"{name} ({request:#x}): {what} is {request_of(nr):#x} (struct {struct}, {_ffi.sizeof(f'struct {struct}')} bytes); "
                                   f"this encodes {request >> 16 & 0x3FFF} bytes, direction {request >> 30}")
