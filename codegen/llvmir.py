@@ -57,7 +57,29 @@ class LLVMRenderer(Renderer):
     self.vector_width = 16 if "+avx512f" in flags else 8 if "+avx" in flags or "+avx2" in flags else 4
 
   def render(self, name: str, uops: list[UOp]) -> str:
-    return _Function(name).render(uops)
+    fn = _Function(name)
+    return fn.render(uops) + argv_entry(name, fn.params)
+
+def argv_entry(name: str, params: list[str]) -> str:
+  """`void name_argv(ptr argv, i32 core_start, i32 core_end)`: calls kernel `name` with its arguments from the 64-bit
+  slots of argv (a buffer's address, an integer, a float's bit pattern), so one caller reaches every kernel."""
+  lines, args = [], []
+  for i, param in enumerate(params):
+    t, reg = param.split(" ")
+    if reg in ("%core_start", "%core_end"):
+      args.append(param)
+      continue
+    w, a = f"%w{i}", f"%a{i}"
+    lines += [f"  %p{i} = getelementptr i64, ptr %argv, i64 {i}", f"  {w} = load i64, ptr %p{i}"]
+    if t == "ptr": lines.append(f"  {a} = inttoptr i64 {w} to ptr")
+    elif t == "double": lines.append(f"  {a} = bitcast i64 {w} to double")
+    elif t in ("float", "half"):
+      lines += [f"  {a}.bits = trunc i64 {w} to i{32 if t == 'float' else 16}", f"  {a} = bitcast i{32 if t == 'float' else 16} {a}.bits to {t}"]
+    elif t == "i64": a = w
+    else: lines.append(f"  {a} = trunc i64 {w} to {t}")
+    args.append(f"{t} {a}")
+  return "\n".join([f"define void @{name}_argv(ptr %argv, i32 %core_start, i32 %core_end) {{", "entry:", *lines,
+                    f"  call void @{name}({', '.join(args)})", "  ret void", "}", ""])
 
 class _Function:
   def __init__(self, name: str):

@@ -1,17 +1,25 @@
 """Kernel speed on this CPU: tg (heuristics, and BEAM=2) next to numpy and, when installed, PyTorch, measured in the
-same run, as GFLOPS or GB/s with tg/numpy ratios; plus the median build time (optimize + lower + compile) per kernel.
-Switches: REPEAT (timed runs per case, default 5), SIZES (matmul sizes, default 256,512,1024,2048)."""
+same run, as GFLOPS or GB/s with tg/numpy ratios and, for GFLOPS cases, the fraction of this CPU's fp32 peak (measured
+first with register-only FMA chains on tg's threads); plus the median build time (optimize + lower + compile) per
+kernel. Each side is timed after a pause, so another library's worker threads that spin after a call (OpenBLAS's,
+OpenMP's) have gone idle. Switches: REPEAT (timed runs per case, default 5), SIZES (matmul sizes, default
+256,512,1024,2048,4096)."""
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tg import Tensor, Context, Device
 from tg.realize import _runners
+from drivers.elf import LoadedImage
+from ir.switches import NUM_CPU_THREADS
 from script_help import exit_on_help
 
 REPEAT = int(os.environ.get("REPEAT", 5))
 
+SETTLE_S = 0.3  # OpenBLAS's threads spin for about 2**28 cycles after a call before they sleep
+
 def best(fn, repeat: int = REPEAT) -> float:
+  time.sleep(SETTLE_S)
   fn()
   times = []
   for _ in range(repeat):
@@ -31,9 +39,38 @@ def torch_time(fn) -> float | None:
   except ImportError: return None
   return best(lambda: fn(torch))
 
+CHAINS = 12  # independent FMA chains: enough to cover the FMA latency on every port
+
+def peak_ir(lanes: int, steps: int) -> str:
+  """An entry (tg's argv ABI) that runs `steps` x CHAINS vector FMAs on registers per iteration and stores their sum."""
+  v = f"<{lanes} x float>"
+  acc = [f"%acc{c}" for c in range(CHAINS)]
+  phis = [f"  {a} = phi {v} [splat (float 1.0), %outer], [{a}.n, %inner]" for a in acc]
+  fmas = [f"  {a}.n = call {v} @llvm.fma.v{lanes}f32({v} {a}, {v} splat (float 0.5), {v} splat (float 0.25))" for a in acc]
+  sums = [f"  %s{c} = fadd {v} %s{c - 1}, {acc[c]}.n" if c else f"  %s0 = fadd {v} zeroinitializer, %acc0.n" for c in range(CHAINS)]
+  return "\n".join([f"declare {v} @llvm.fma.v{lanes}f32({v}, {v}, {v})",
+    "define void @peak(ptr %argv, i32 %start, i32 %end) {", "entry:", "  br label %outer",
+    "outer:", "  %i = phi i32 [%start, %entry], [%i1, %store]", "  %go = icmp slt i32 %i, %end", "  br i1 %go, label %inner, label %out",
+    "inner:", "  %k = phi i32 [0, %outer], [%k1, %inner]", *phis, *fmas, "  %k1 = add i32 %k, 1",
+    f"  %more = icmp slt i32 %k1, {steps}", "  br i1 %more, label %inner, label %store",
+    "store:", *sums, "  %buf.i = load i64, ptr %argv", "  %buf = inttoptr i64 %buf.i to ptr",
+    f"  store {v} %s{CHAINS - 1}, ptr %buf, align 4", "  %i1 = add i32 %i, 1", "  br label %outer", "out:", "  ret void", "}", ""])
+
+def peak_gflops(iterations: int = 2000, steps: int = 1000) -> float:
+  """This CPU's fp32 FMA peak on all of tg's threads (GFLOPS): register-only FMA chains, split across threads as
+  tg's kernels are."""
+  dev = Device["CPU"]
+  lanes, threads = dev.renderer.vector_width, NUM_CPU_THREADS.value
+  image = LoadedImage(dev.compiler.compile(peak_ir(lanes, steps)))
+  out = np.zeros(lanes, np.float32)
+  argv = np.array([out.ctypes.data], np.int64)
+  pool = dev.pool(threads)
+  run = lambda: pool.run(image.symbols["peak"], argv.ctypes.data, iterations, threads * 4, wake=True)
+  return iterations * steps * CHAINS * lanes * 2 / best(run) / 1e9
+
 def cases():
   rng = np.random.default_rng(0)
-  for n in [int(s) for s in os.environ.get("SIZES", "256,512,1024,2048").split(",")]:
+  for n in [int(s) for s in os.environ.get("SIZES", "256,512,1024,2048,4096").split(",")]:
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
     ta, tb = Tensor(a).realize(), Tensor(b).realize()
     yield (f"matmul {n}", 2 * n ** 3, "GFLOPS", lambda ta=ta, tb=tb: ta @ tb, lambda a=a, b=b: a @ b,
@@ -53,14 +90,18 @@ def cases():
 
 if __name__ == "__main__":
   exit_on_help(__doc__)
+  peak = peak_gflops()
   rows = []
   for name, work, unit, make, np_fn, torch_fn in cases():
     scale = 1e9
     t_heur, t_beam, t_np, t_torch = tg_time(make, 0), tg_time(make, 2), best(np_fn), torch_time(torch_fn)
     rows.append((name, unit, *(work / t / scale if t else None for t in (t_heur, t_beam, t_np, t_torch))))
   builds = sorted(r.build_s for r in _runners.values() if r.search_s < 0.5)  # heuristic kernels (BEAM search time excluded)
-  print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg BEAM=2':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'BEAM/numpy':>11s}")
+  print(f"fp32 peak of this CPU on {NUM_CPU_THREADS.value} threads (register-only FMA chains): {peak:.1f} GFLOPS")
+  print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg BEAM=2':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'BEAM/numpy':>11s} "
+        f"{'tg/peak':>8s} {'numpy/peak':>11s}")
   for name, unit, heur, beam, np_v, torch_v in rows:
     tv = f"{torch_v:8.1f}" if torch_v else f"{'-':>8s}"
-    print(f"{name:18s} {unit:7s} {heur:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {beam / np_v:10.2f}x")
+    of_peak = f"{heur / peak:8.0%} {np_v / peak:11.0%}" if unit == "GFLOPS" else ""
+    print(f"{name:18s} {unit:7s} {heur:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {beam / np_v:10.2f}x {of_peak}")
   print(f"median build time per kernel (optimize, lower, render, compile): {statistics.median(builds) * 1e3:.0f} ms over {len(builds)} kernels")

@@ -91,6 +91,27 @@ def test_beam_result_is_correct_and_cached(cachedb, monkeypatch):
   timed.clear()
   assert real(item.ast, Device["CPU"].renderer, time_opts, 2, "test") == [] and not timed, "second search comes from the disk cache"
 
+def test_beam_times_candidates_on_memory_it_has_written(monkeypatch):
+  """Untouched host pages all read as one shared zero page, which stays in cache and flatters memory-bound
+  candidates: BEAM writes each of its timing buffers in full before it times anything."""
+  from codegen import search
+  from tg import realize
+  (item,) = matmul("CPU").schedule()
+  events: list = []
+  copyin = Buffer.copyin
+  def recording_copyin(self, src):
+    events.append(("write", self.nbytes, memoryview(src).nbytes))
+    return copyin(self, src)
+  monkeypatch.setattr(Buffer, "copyin", recording_copyin)
+  def one_candidate(ast, renderer, time_opts, width, key):
+    time_opts([])
+    events.append(("timed",))
+    return []
+  monkeypatch.setattr(search, "beam_search", one_candidate)
+  realize.beam_opts(Device["CPU"], item.ast)
+  # out 7x10, a 7x13, b 13x10 float32, each written whole, all before the candidate is timed
+  assert sorted(events[:-1]) == sorted(("write", 4 * n, 4 * n) for n in (70, 91, 130)) and events[-1] == ("timed",), events
+
 def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   from codegen.heuristic import hand_coded_optimizations
   from codegen.search import beam_search
