@@ -101,7 +101,7 @@ class CP:
                      "CP_WAIT_FOR_IDLE": self.no_payload, "CP_SET_MARKER": self.set_marker, "CP_LOAD_STATE6_FRAG": self.load_state,
                      "CP_EXEC_CS": self.exec_cs, "CP_EVENT_WRITE": self.event_write, "CP_EVENT_WRITE7": self.event_write7,
                      "CP_WAIT_REG_MEM": self.wait_reg_mem, "CP_MEM_WRITE": self.mem_write, "CP_REG_TO_MEM": self.reg_to_mem,
-                     "CP_MEM_TO_MEM": self.mem_to_mem}
+                     "CP_MEM_TO_MEM": self.mem_to_mem, "CP_MEMCPY": self.memcpy}
 
   def start(self, va: int, dwords: int) -> None:
     """Queues an IB1 (what kgsl's ringbuffer calls with CP_INDIRECT_BUFFER_PFE)."""
@@ -291,4 +291,12 @@ class CP:
       v = self.mem.read(p[at] | p[at + 1] << 32, nbytes, f"SRC_{'ABCDEFGH'[i]}")
       total += -v if i < 3 and p[0] >> i & 1 else v   # NEG_A/B/C negate the first three sources
     self.mem.write(p[1] | p[2] << 32, total, nbytes, "DST")
+    return True
+
+  def memcpy(self, p: list[int]) -> bool:
+    # adreno_pm4.xml domain CP_MEMCPY: DWORDS, SRC_LO, SRC_HI, DST_LO, DST_HI (variants A6XX-)
+    self.need(p, 5, "CP_MEMCPY (DWORDS, SRC, DST)")
+    n, src, dst = p[0], p[1] | p[2] << 32, p[3] | p[4] << 32
+    data = self.mem.dwords(src, n, "SRC").copy()   # copied first: the two ranges may overlap
+    self.mem.dwords(dst, n, "DST")[:] = data
     return True

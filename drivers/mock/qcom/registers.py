@@ -25,7 +25,7 @@ OP = {"CP_NOP": 0x10, "CP_WAIT_MEM_WRITES": 0x12, "CP_WAIT_FOR_ME": 0x13, "CP_WA
       "CP_LOAD_STATE6_GEOM": 0x32, "CP_EXEC_CS": 0x33, "CP_LOAD_STATE6_FRAG": 0x34, "CP_LOAD_STATE6": 0x36,
       "CP_WAIT_REG_MEM": 0x3C, "CP_MEM_WRITE": 0x3D, "CP_REG_TO_MEM": 0x3E, "CP_INDIRECT_BUFFER": 0x3F,
       "CP_EXEC_CS_INDIRECT": 0x41, "CP_SET_DRAW_STATE": 0x43, "CP_EVENT_WRITE": 0x46, "CP_INDIRECT_BUFFER_CHAIN": 0x57,
-      "CP_SET_MODE": 0x63, "CP_SET_MARKER": 0x65, "CP_REG_WRITE": 0x6D, "CP_MEM_TO_MEM": 0x73}
+      "CP_SET_MODE": 0x63, "CP_SET_MARKER": 0x65, "CP_REG_WRITE": 0x6D, "CP_MEM_TO_MEM": 0x73, "CP_MEMCPY": 0x75}
 OP_NAME = {v: k for k, v in OP.items()}
 def op_name(opcode: int, gen: int) -> str:
   """CP_EVENT_WRITE7 reuses 0x46 on a7xx (adreno_pm4.xml variants A7XX-)."""

@@ -18,8 +18,8 @@ def pkt7(op: int, *payload: int) -> list[int]:
   # cp_type7_packet: type 7 in 31:28, count 13:0, parity(count) at 15, opcode 22:16, parity(opcode) at 23
   return [7 << 28 | len(payload) | parity(len(payload)) << 15 | op << 16 | parity(op) << 23, *payload]
 
-NOP, WAIT_FOR_IDLE, EXEC_CS, LOAD_STATE6_FRAG, WAIT_REG_MEM, MEM_WRITE, REG_TO_MEM, INDIRECT_BUFFER, EVENT_WRITE, SET_MARKER, MEM_TO_MEM = \
-  0x10, 0x26, 0x33, 0x34, 0x3C, 0x3D, 0x3E, 0x3F, 0x46, 0x65, 0x73   # adreno_pm4.xml adreno_pm4_type3_packets
+NOP, WAIT_FOR_IDLE, EXEC_CS, LOAD_STATE6_FRAG, WAIT_REG_MEM, MEM_WRITE, REG_TO_MEM, INDIRECT_BUFFER, EVENT_WRITE, SET_MARKER, MEM_TO_MEM, MEMCPY = \
+  0x10, 0x26, 0x33, 0x34, 0x3C, 0x3D, 0x3E, 0x3F, 0x46, 0x65, 0x73, 0x75   # adreno_pm4.xml adreno_pm4_type3_packets
 CACHE_FLUSH_TS = 4                                                    # vgt_event_type
 lo, hi = (lambda a: a & 0xFFFFFFFF), (lambda a: a >> 32)
 
@@ -114,6 +114,18 @@ def test_reg_to_mem_and_mem_to_mem():
   m.buf[60], m.buf[61] = 100, 30
   assert m.run(pkt7(MEM_TO_MEM, 1 << 1, lo(m.addr(62)), hi(m.addr(62)), lo(m.addr(60)), hi(m.addr(60)), lo(m.addr(61)), hi(m.addr(61))))
   assert m.buf[62] == 70
+
+def test_memcpy_copies_dwords_from_src_to_dst():
+  m = Machine()
+  m.buf[100:110] = np.arange(1, 11)
+  # adreno_pm4.xml CP_MEMCPY: DWORDS, SRC_LO, SRC_HI, DST_LO, DST_HI
+  assert m.run(pkt7(MEMCPY, 10, lo(m.addr(100)), hi(m.addr(100)), lo(m.addr(200)), hi(m.addr(200))))
+  np.testing.assert_array_equal(m.buf[200:210], np.arange(1, 11))
+  assert m.buf[210] == 0 and m.buf[199] == 0   # exactly DWORDS dwords
+  assert m.run(pkt7(MEMCPY, 8, lo(m.addr(100)), hi(m.addr(100)), lo(m.addr(102)), hi(m.addr(102))))   # overlapping: as if read first
+  np.testing.assert_array_equal(m.buf[102:110], np.arange(1, 9))
+  with pytest.raises(CPFault, match="payload dwords; CP_MEMCPY"): m.run(pkt7(MEMCPY, 1, lo(m.addr(100)), hi(m.addr(100)), lo(m.addr(200))))
+  with pytest.raises(CPFault, match="page fault: SRC"): m.run(pkt7(MEMCPY, 1, 0, 0x10, lo(m.addr(200)), hi(m.addr(200))))
 
 def test_indirect_buffers_nest_two_levels():
   m = Machine()
