@@ -1,8 +1,10 @@
 """Training-step time of the beautiful_mnist model (Conv/BatchNorm/max_pool, Adam) on random data: tg with TinyJit
-next to PyTorch (when installed) on the same CPU, same model and batch. Prints one table.
-Switches: BS (batch, default 512), STEPS (timed steps after warm-up, default 10)."""
+next to PyTorch (when installed) on the same CPU, same model and batch. Each side runs in a process of its own (a
+library's worker threads spin after its calls and would slow the other side), alternating over several rounds; the
+table gives the median step of all rounds and the spread of the per-round medians.
+Switches: BS (batch, default 512), STEPS (timed steps after warm-up, default 10), ROUNDS (default 3)."""
 from __future__ import annotations
-import os, statistics, sys, time
+import json, os, statistics, subprocess, sys, time
 import numpy as np
 from script_help import exit_on_help
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
@@ -41,21 +43,36 @@ def timed(fn) -> float:
   fn()
   return time.perf_counter() - st
 
+WARMUP = 2
+
+def measure(side: str, bs: int, steps: int) -> None:
+  """In the child process: the first step's and the timed steps' seconds of one side, as JSON on stdout."""
+  step = tg_step(bs) if side == "tg" else torch_step(bs)
+  if step is None: return print(json.dumps(None))
+  times = [timed(step) for _ in range(WARMUP + steps)]
+  print(json.dumps({"first": times[0], "steps": times[WARMUP:]}))
+
+def run_side(side: str) -> dict | None:
+  out = subprocess.run([sys.executable, __file__], env={**os.environ, "BENCH_MNIST_SIDE": side}, capture_output=True, text=True, check=True)
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
 if __name__ == "__main__":
   exit_on_help(__doc__)
-  bs, steps = int(os.environ.get("BS", 512)), int(os.environ.get("STEPS", 10))
-  steppers = {"tg": tg_step(bs), "PyTorch": torch_step(bs)}
-  times: dict[str, list[float]] = {name: [] for name, fn in steppers.items() if fn is not None}
-  timed_steps: dict[str, list[float]] = {name: [] for name in times}
-  for block in range(2):  # tg, PyTorch, tg, PyTorch: a drift in machine load hits both; each block warms up 2 steps
-    for name in times:
-      block_times = [timed(steppers[name]) for _ in range(steps // 2 + 2)]
-      times[name] += block_times
-      timed_steps[name] += block_times[2:]
-  med = {name: statistics.median(t) for name, t in timed_steps.items()}
-  print(f"beautiful_mnist training step, batch {bs}, median of {len(timed_steps['tg'])} steps (two blocks each, alternating, "
-        f"2 warm-up steps per block)")
-  print(f"{'':10s} {'first step (s)':>15s} {'median step (ms)':>17s} {'torch/tg':>9s}")
-  print(f"{'tg':10s} {times['tg'][0]:15.2f} {med['tg'] * 1e3:17.1f} {'':>9s}")
-  if "PyTorch" not in times: print(f"{'PyTorch':10s} {'not installed':>15s}")
-  else: print(f"{'PyTorch':10s} {times['PyTorch'][0]:15.2f} {med['PyTorch'] * 1e3:17.1f} {med['PyTorch'] / med['tg']:9.2f}x")
+  bs, steps, rounds = int(os.environ.get("BS", 512)), int(os.environ.get("STEPS", 10)), int(os.environ.get("ROUNDS", 3))
+  if (side := os.environ.get("BENCH_MNIST_SIDE")): sys.exit(measure(side, bs, steps))
+  results: dict[str, list[dict]] = {"tg": [], "PyTorch": []}
+  for _ in range(rounds):  # tg, PyTorch, tg, PyTorch, ...: a drift in machine load hits both
+    for name in results:
+      if (r := run_side(name)) is not None: results[name].append(r)
+  print(f"beautiful_mnist training step, batch {bs}: {rounds} rounds, each side in a fresh process per round, "
+        f"{steps} timed steps after {WARMUP} warm-up steps")
+  print(f"{'':10s} {'first step (s)':>15s} {'median step (ms)':>17s} {'round medians (ms)':>22s} {'tg/torch':>9s}")
+  med = {name: statistics.median(t for r in rs for t in r["steps"]) for name, rs in results.items() if rs}
+  for name, rs in results.items():
+    if not rs:
+      print(f"{name:10s} {'not installed':>15s}")
+      continue
+    per_round = sorted(statistics.median(r["steps"]) * 1e3 for r in rs)
+    ratio = f"{med['tg'] / med['PyTorch']:8.2f}x" if name == "tg" and "PyTorch" in med else ""
+    print(f"{name:10s} {statistics.median(r['first'] for r in rs):15.2f} {med[name] * 1e3:17.1f} "
+          f"{f'{per_round[0]:.0f}-{per_round[-1]:.0f}':>22s} {ratio:>9s}")

@@ -91,17 +91,14 @@ def cases():
 if __name__ == "__main__":
   exit_on_help(__doc__)
   peak = peak_gflops()
-  rows = []
-  for name, work, unit, make, np_fn, torch_fn in cases():
-    scale = 1e9
-    t_heur, t_beam, t_np, t_torch = tg_time(make, 0), tg_time(make, 2), best(np_fn), torch_time(torch_fn)
-    rows.append((name, unit, *(work / t / scale if t else None for t in (t_heur, t_beam, t_np, t_torch))))
-  builds = sorted(r.build_s for r in _runners.values() if r.search_s < 0.5)  # heuristic kernels (BEAM search time excluded)
   print(f"fp32 peak of this CPU on {NUM_CPU_THREADS.value} threads (register-only FMA chains): {peak:.1f} GFLOPS")
   print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg BEAM=2':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'BEAM/numpy':>11s} "
-        f"{'tg/peak':>8s} {'numpy/peak':>11s}")
-  for name, unit, heur, beam, np_v, torch_v in rows:
+        f"{'tg/peak':>8s} {'numpy/peak':>11s}", flush=True)
+  for name, work, unit, make, np_fn, torch_fn in cases():
+    times = tg_time(make, 0), tg_time(make, 2), best(np_fn), torch_time(torch_fn)
+    heur, beam, np_v, torch_v = (work / t / 1e9 if t else None for t in times)
     tv = f"{torch_v:8.1f}" if torch_v else f"{'-':>8s}"
     of_peak = f"{heur / peak:8.0%} {np_v / peak:11.0%}" if unit == "GFLOPS" else ""
-    print(f"{name:18s} {unit:7s} {heur:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {beam / np_v:10.2f}x {of_peak}")
+    print(f"{name:18s} {unit:7s} {heur:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {beam / np_v:10.2f}x {of_peak}", flush=True)
+  builds = sorted(r.build_s for r in _runners.values() if r.search_s < 0.5)  # heuristic kernels (BEAM search time excluded)
   print(f"median build time per kernel (optimize, lower, render, compile): {statistics.median(builds) * 1e3:.0f} ms over {len(builds)} kernels")
