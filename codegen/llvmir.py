@@ -74,7 +74,8 @@ def argv_entry(name: str, params: list[str]) -> str:
     if t == "ptr": lines.append(f"  {a} = inttoptr i64 {w} to ptr")
     elif t == "double": lines.append(f"  {a} = bitcast i64 {w} to double")
     elif t in ("float", "half"):
-      lines += [f"  {a}.bits = trunc i64 {w} to i{32 if t == 'float' else 16}", f"  {a} = bitcast i{32 if t == 'float' else 16} {a}.bits to {t}"]
+      bits = {"float": "i32", "half": "i16"}[t]
+      lines += [f"  {a}.bits = trunc i64 {w} to {bits}", f"  {a} = bitcast {bits} {a}.bits to {t}"]
     elif t == "i64": a = w
     else: lines.append(f"  {a} = trunc i64 {w} to {t}")
     args.append(f"{t} {a}")

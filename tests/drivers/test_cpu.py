@@ -57,3 +57,22 @@ def test_variable_values_reach_batched_kernels(n):
   x = Tensor(a, device="CPU").realize()
   for m in (4, 5): step(x, Variable("i", 1, 10).bind(m))  # captured with other values
   np.testing.assert_allclose(step(x, Variable("i", 1, 10).bind(n)).numpy(), (a[:n] + 1) * n)
+
+def test_the_argv_entry_passes_every_parameter_type():
+  """A kernel's argv entry (codegen/llvmir.py argv_entry) unpacks each 64-bit slot as its parameter's type: the
+  kernel here stores what it received, compared with what was packed (drivers/cpu.py SLOT for floats)."""
+  from codegen.llvmir import argv_entry
+  from drivers.cpu import SLOT
+  from drivers.elf import LoadedImage
+  from drivers.system import ffi
+  params = ["ptr %data0", "i32 %a", "float %b", "double %c", "i64 %d", "i32 %core_start", "i32 %core_end"]
+  stores = [("i32", "%a", 0), ("float", "%b", 4), ("double", "%c", 8), ("i64", "%d", 16), ("i32", "%core_start", 24), ("i32", "%core_end", 28)]
+  body = [line for i, (t, v, at) in enumerate(stores) for line in
+          (f"  %p{i} = getelementptr i8, ptr %data0, i64 {at}", f"  store {t} {v}, ptr %p{i}")]
+  src = "\n".join([f"define void @k({', '.join(params)}) {{", "entry:", *body, "  ret void", "}", ""]) + argv_entry("k", params)
+  image = LoadedImage(Device["CPU"].compiler.compile(src))
+  out = np.zeros(32, np.uint8)
+  argv = np.array([out.ctypes.data, -7, SLOT["float"](1.5), SLOT["double"](-2.25), 2**40 + 3], np.int64)
+  ffi.cast("void(*)(int64_t *, int32_t, int32_t)", image.symbols["k_argv"])(ffi.cast("int64_t *", argv.ctypes.data), 5, 9)
+  assert out[0:4].view(np.int32)[0] == -7 and out[4:8].view(np.float32)[0] == 1.5 and out[8:16].view(np.float64)[0] == -2.25
+  assert out[16:24].view(np.int64)[0] == 2**40 + 3 and out[24:32].view(np.int32).tolist() == [5, 9]
