@@ -9,9 +9,11 @@ from drivers.elf import LoadedImage
 from drivers.system import ffi
 
 SPIN_S = 50e-6  # how long a thread spins before it sleeps in the kernel (about what a futex wake-up costs here)
-# the pool's int64 words: COUNTER = generation << 40 | chunks << 20 | next chunk to claim; DONE = chunks finished;
-# ENTRY, ARGV, ITERATIONS = the work; SLEEPERS = workers asleep on COUNTER's upper half; WAITING = launcher asleep on DONE
-COUNTER, DONE, ENTRY, ARGV, ITERATIONS, SLEEPERS, WAITING = range(7)
+# the pool's int64 words, as the IR below indexes them: 0 COUNTER = generation << 40 | chunks << 20 | next chunk to
+# claim; 1 DONE = chunks finished; 2-4 the entry, argv and iteration count; 5 SLEEPERS = workers asleep on COUNTER's
+# upper half; 6 WAITING = the launcher asleep on DONE
+COUNTER, SLEEPERS = 0, 5
+MAX_CHUNKS = (1 << 20) - 1
 
 # x86-64 Linux: syscall 202 is futex; FUTEX_WAIT_PRIVATE = 128, FUTEX_WAKE_PRIVATE = 129 (linux/futex.h)
 POOL_IR = """
@@ -271,8 +273,9 @@ class CorePool:
     self._worker(self._job, generation, self.spins)  # never returns; this frame keeps the pool's memory alive
 
   def run(self, entry: int, argv: int, n: int, chunks: int, wake: bool) -> None:
-    """entry(argv, start, end) over [0, n) cut into `chunks` pieces (at most 2**20), returning when all have run.
-    Sleeping workers are woken only when `wake` (waking one costs tens of microseconds); spinning ones always join."""
+    """entry(argv, start, end) over [0, n) cut into `chunks` pieces, returning when all have run. Sleeping workers
+    are woken only when `wake` (waking one costs tens of microseconds); spinning ones always join."""
+    if not 0 < chunks <= MAX_CHUNKS: raise ValueError(f"{chunks} chunks: the pool takes 1 to {MAX_CHUNKS}")
     with self._lock:
       self._publish(self._job, entry, argv, n, chunks, wake)
       self._finish(self._job, self.spins)

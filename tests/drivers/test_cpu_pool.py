@@ -70,6 +70,13 @@ def test_every_iteration_runs_once(pool_and_entry, n, chunks):
     cells, _ = run(pool, entry, n, chunks)
     np.testing.assert_array_equal(cells, np.ones(n, np.int64))
 
+def test_chunk_counts_the_counter_cant_hold_are_refused(pool_and_entry):
+  pool, entry = pool_and_entry
+  for chunks in (0, 1 << 20):  # the counter word keeps the chunk count in 20 bits
+    with pytest.raises(ValueError, match=f"{chunks} chunks: the pool takes 1 to 1048575"): run(pool, entry, 10, chunks)
+  cells, _ = run(pool, entry, 3, 5)  # more chunks than iterations: some are empty
+  np.testing.assert_array_equal(cells, np.ones(3, np.int64))
+
 def test_a_woken_worker_takes_chunks(pool_and_entry):
   pool, entry = pool_and_entry
   # 16 chunks of about 1 ms each: the woken worker (tens of microseconds away) gets some of them
