@@ -79,18 +79,27 @@ def test_chunk_counts_the_counter_cant_hold_are_refused(pool_and_entry):
 
 def test_a_woken_worker_takes_chunks(pool_and_entry):
   pool, entry = pool_and_entry
-  # 16 chunks of about 1 ms each: the woken worker (tens of microseconds away) gets some of them
-  _, threads = run(pool, entry, 16, 16, spin=30_000, wake=True)
+  # 128 chunks of about a millisecond each: the woken worker (tens of microseconds away, more on a loaded machine)
+  # gets some of them
+  _, threads = run(pool, entry, 128, 128, spin=30_000, wake=True)
   assert threading.get_ident() in threads and len(threads) == 2, threads
 
-def test_sleeping_workers_stay_asleep_without_wake(pool_and_entry):
-  pool, entry = pool_and_entry
+def wait_until_asleep(pool) -> None:
   deadline = time.monotonic() + 10
   while pool.sleeping < pool.workers and time.monotonic() < deadline: time.sleep(0.001)  # spinning ends after ~50 us
   assert pool.sleeping == pool.workers
-  cells, threads = run(pool, entry, 16, 16, spin=3000, wake=False)
-  np.testing.assert_array_equal(cells, np.ones(16, np.int64))
-  assert threads == {threading.get_ident()}, threads  # pthread_self is the id threading reports on Linux
+
+def test_sleeping_workers_stay_asleep_without_wake(pool_and_entry):
+  pool, entry = pool_and_entry
+  # a sleeping worker also wakes every 100 ms on its own and then helps with whatever runs: one of three runs of
+  # about 2 ms is enough to show that a launch without `wake` leaves it asleep
+  alone = []
+  for _ in range(3):
+    wait_until_asleep(pool)
+    cells, threads = run(pool, entry, 16, 16, spin=3000, wake=False)
+    np.testing.assert_array_equal(cells, np.ones(16, np.int64))
+    alone.append(threads == {threading.get_ident()})  # pthread_self is the id threading reports on Linux
+  assert any(alone), alone
 
 def test_kernels_split_over_the_pool_match_numpy():
   x = np.random.default_rng(1).standard_normal((512, 1024)).astype(np.float32)
