@@ -50,7 +50,7 @@ class HCQSignal:
       if spins > 1000:
         self.idle()
         if failed(): return
-      else: time.sleep(0)  # lets the writer run if it is a thread of this process (it needs the interpreter lock)
+      else: os.sched_yield()  # lets the writer run if it is a thread of this process (it needs the interpreter lock)
       if time.perf_counter() > deadline:
         if self.value == seen and not self.busy(frozenset()):
           raise HCQTimeoutError(f"{self.owner}: {self.name} is {self.value}, waited {timeout_ms} ms for {value}")

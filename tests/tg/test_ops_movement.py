@@ -574,7 +574,7 @@ def test_setitem_then_use():
 def test_torch_advanced_indexing_and_chunk():
   torch = pytest.importorskip("torch")
   a = np.random.default_rng(13).uniform(-2, 2, (3, 4, 5)).astype(np.float32)
-  i, j = np.array([[1], [-1]]), np.array([0, 4, -2])
+  i, j = np.array([[1], [-1]], np.int32), np.array([0, 4, -2], np.int32)  # int32: every device holds it
   np.testing.assert_allclose(Tensor(a)[Tensor(i), :, Tensor(j)].numpy(), torch.tensor(a)[torch.tensor(i), :, torch.tensor(j)].numpy())
   for n in (5, 6, 7):
     assert [p.shape for p in Tensor.zeros(n).chunk(4)] == [tuple(p.shape) for p in torch.zeros(n).chunk(4)]
