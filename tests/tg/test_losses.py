@@ -188,10 +188,11 @@ def test_torch_losses():
   x = rng.uniform(-3, 3, (4, 5, 2)).astype(np.float32)
   y = rng.integers(0, 5, (4, 2))
   y[1, 1] = -100
+  ty = Tensor(y.astype(np.int32))  # class indices in int32, which every device holds (PyTorch takes int64)
   for red in ("mean", "sum", "none"):
     for ls in (0.0, 0.15):
       ref = F.cross_entropy(torch.tensor(x), torch.tensor(y), reduction=red, label_smoothing=ls).numpy()
-      np.testing.assert_allclose(Tensor(x).cross_entropy(Tensor(y), reduction=red, label_smoothing=ls).numpy(), ref, rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(Tensor(x).cross_entropy(ty, reduction=red, label_smoothing=ls).numpy(), ref, rtol=1e-5, atol=1e-6)
   p = rng.uniform(0, 1, (4, 5, 2)).astype(np.float32)
   ref = F.cross_entropy(torch.tensor(x), torch.tensor(p), label_smoothing=0.1).numpy()
   np.testing.assert_allclose(Tensor(x).cross_entropy(Tensor(p), label_smoothing=0.1).numpy(), ref, rtol=1e-5, atol=1e-6)
@@ -200,7 +201,7 @@ def test_torch_losses():
   y2 = np.where(y == -100, 3, y)
   for red in ("mean", "sum", "none"):
     ref = F.nll_loss(lp, torch.tensor(y2), weight=torch.tensor(w), ignore_index=3, reduction=red).numpy()
-    np.testing.assert_allclose(Tensor(lp.numpy()).nll_loss(Tensor(y2), weight=Tensor(w), ignore_index=3, reduction=red).numpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(Tensor(lp.numpy()).nll_loss(Tensor(y2.astype(np.int32)), weight=Tensor(w), ignore_index=3, reduction=red).numpy(), ref, rtol=1e-5, atol=1e-6)
   z, t, pw = rng.uniform(-5, 5, (3, 4)).astype(np.float32), rng.uniform(0, 1, (3, 4)).astype(np.float32), rng.uniform(0.5, 3, 4).astype(np.float32)
   ref = F.binary_cross_entropy_with_logits(torch.tensor(z), torch.tensor(t), pos_weight=torch.tensor(pw)).numpy()
   np.testing.assert_allclose(Tensor(z).binary_crossentropy_logits(Tensor(t), pos_weight=Tensor(pw)).numpy(), ref, rtol=1e-5, atol=1e-6)

@@ -588,7 +588,7 @@ def test_torch_scatter_reduce():
   x, src = rng.uniform(-2, 2, (3, 4)).astype(np.float32), rng.uniform(-2, 2, (4, 3)).astype(np.float32)
   for reduce in ("sum", "prod", "mean", "amax", "amin"):
     for include_self in (True, False):
-      got = Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX), Tensor(src), reduce, include_self=include_self).numpy()
+      got = Tensor(x).scatter_reduce(0, Tensor(SCATTER_INDEX.astype(np.int32)), Tensor(src), reduce, include_self=include_self).numpy()
       ref = torch.tensor(x).scatter_reduce(0, torch.tensor(SCATTER_INDEX), torch.tensor(src), reduce, include_self=include_self).numpy()
       np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=f"{reduce} include_self={include_self}")
 
