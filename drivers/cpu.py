@@ -32,12 +32,10 @@ class CPUProgram(HCQProgram):
     self.entry_address = self.image.symbols[f"{name}_argv"]
     self.entry = ffi.cast("void(*)(int64_t *, int32_t, int32_t)", self.entry_address)
     self.work_per_iteration = (spec.flops + spec.mem_bytes) // max(spec.global_size[0], 1) + 1
-    self.slots = [None] * len(spec.globals) + [SLOT.get(C_TYPES[v.dtype]) for v in spec.vars]
-    self.argv = np.zeros(max(len(self.slots), 1), dtype=np.int64)
-    self.argv_address = ffi.cast("int64_t *", self.argv.ctypes.data)
+    self.argv = ArgumentArray([None] * len(spec.globals) + [SLOT.get(C_TYPES[v.dtype]) for v in spec.vars])
 
   def execute(self, args: list, global_size, local_size) -> None:
-    self.argv[:len(args)] = [_word(a) if slot is None else slot(a) for a, slot in zip(args, self.slots)]
+    self.argv.fill(args)
     self.launch(global_size[0])
 
   def threads(self, n: int) -> int: return max(1, min(NUM_CPU_THREADS.value, n, n * self.work_per_iteration // MIN_WORK_PER_THREAD))
@@ -45,10 +43,10 @@ class CPUProgram(HCQProgram):
   def launch(self, n: int) -> None:
     """Run iterations [0, n) of the outer loop with the arguments in argv, split across threads when there is enough work."""
     threads = self.threads(n)
-    if threads == 1: self.entry(self.argv_address, 0, n)
+    if threads == 1: self.entry(self.argv.pointer, 0, n)
     else:
       pool, work = self.dev.pool(threads), n * self.work_per_iteration
-      pool.run(self.entry_address, self.argv.ctypes.data, n, min(n, threads * CHUNKS_PER_THREAD), wake=work >= WAKE_WORK)
+      pool.run(self.entry_address, self.argv.address, n, min(n, threads * CHUNKS_PER_THREAD), wake=work >= WAKE_WORK)
 
 def _word(a) -> int:
   """A kernel argument as the integer the call passes: a buffer's address, or the value itself."""
@@ -57,27 +55,35 @@ def _word(a) -> int:
 # how a Variable's value of each C type is kept in a 64-bit argv slot (integers as themselves)
 SLOT = {"float": lambda v: struct.unpack("<I", struct.pack("<f", v))[0], "double": lambda v: struct.unpack("<q", struct.pack("<d", v))[0]}
 
+class ArgumentArray:
+  """The int64 argv a compiled entry reads: per argument, its slot packer (None: a buffer's address or an integer)."""
+  def __init__(self, slots: list):
+    self.slots = slots
+    self.words = np.zeros(max(len(slots), 1), dtype=np.int64)
+    self.address = self.words.ctypes.data
+    self.pointer = ffi.cast("int64_t *", self.address)
+  def fill(self, args: list) -> None:
+    self.words[:len(args)] = [_word(a) if slot is None else slot(a) for a, slot in zip(args, self.slots)]
+
 class BatchProgram:
   """Kernels that each run on one thread, called in order by one compiled function `void(int64_t *argv)`: argv
   holds every kernel's argv slots in turn, and each kernel's entry gets a pointer to its own."""
   def __init__(self, dev: CPUDevice, calls: list[tuple[CPUProgram, int]]):
     """calls: (program, its outer loop's iteration count)."""
     self.programs = [p for p, _ in calls]  # held: their code must stay loaded while the batch may call it
-    lines, at, self.slots = [], 0, []
+    lines, slots = [], []
     for k, (prg, n) in enumerate(calls):
-      lines += [f"  %argv{k} = getelementptr i64, ptr %argv, i64 {at}",
+      lines += [f"  %argv{k} = getelementptr i64, ptr %argv, i64 {len(slots)}",
                 f"  call void inttoptr (i64 {prg.entry_address} to ptr)(ptr %argv{k}, i32 0, i32 {n})"]
-      self.slots += prg.slots
-      at += len(prg.slots)
+      slots += prg.argv.slots
     src = "\n".join(["define void @tg_batch(ptr %argv) {", "entry:", *lines, "  ret void", "}", ""])
     self.image = LoadedImage(dev.compiler.compile(src))
     self.fn = ffi.cast("void(*)(int64_t *)", self.image.symbols["tg_batch"])
-    self.argv = np.zeros(max(at, 1), dtype=np.int64)
-    self.argv_address = ffi.cast("int64_t *", self.argv.ctypes.data)
+    self.argv = ArgumentArray(slots)
 
   def execute(self, args: list, global_size, local_size) -> None:
-    self.argv[:len(args)] = [_word(a) if slot is None else slot(a) for a, slot in zip(args, self.slots)]
-    self.fn(self.argv_address)
+    self.argv.fill(args)
+    self.fn(self.argv.pointer)
 
 class CPUQueue(SoftwareQueue):
   """When bound to the device (a JIT graph's queue), stretches of two or more consecutive kernels that each run on one
