@@ -5,8 +5,8 @@ run in worker processes while later kernels are lowered; the rest: running and P
 first step (when installed) in the same run.
 Switches: BS (batch, default 512), ROUNDS (cold+warm pairs, default 1)."""
 from __future__ import annotations
-import json, os, subprocess, sys, tempfile, time
-from script_help import exit_on_help
+import json, os, sys, tempfile, time
+from script_help import exit_on_help, run_worker, worker_label
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 def tg_first_step(bs: int) -> dict:
@@ -57,16 +57,13 @@ def torch_first_step(bs: int) -> float | None:
   step()
   return time.perf_counter() - st
 
-def run(what: str, cache: str) -> dict:
-  done = subprocess.run([sys.executable, __file__, "--worker", what], env={**os.environ, "CACHEDB": cache}, capture_output=True, text=True)
-  if done.returncode != 0: raise RuntimeError(f"{what} worker failed:\n{done.stderr[-3000:]}")
-  return json.loads(done.stdout.strip().splitlines()[-1])
+def run(what: str, cache: str) -> dict: return run_worker(__file__, what, {"CACHEDB": cache})
 
 if __name__ == "__main__":
   exit_on_help(__doc__)
   bs = int(os.environ.get("BS", 512))
-  if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-    print(json.dumps(tg_first_step(bs) if sys.argv[2] == "tg" else {"first": torch_first_step(bs)}))
+  if (what := worker_label()) is not None:
+    print(json.dumps(tg_first_step(bs) if what == "tg" else {"first": torch_first_step(bs)}))
     sys.exit(0)
   rows = []
   for _ in range(int(os.environ.get("ROUNDS", 1))):

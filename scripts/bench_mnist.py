@@ -4,9 +4,9 @@ library's worker threads spin after its calls and would slow the other side), al
 table gives the median step of all rounds and the spread of the per-round medians.
 Switches: BS (batch, default 512), STEPS (timed steps after warm-up, default 10), ROUNDS (default 3)."""
 from __future__ import annotations
-import json, os, statistics, subprocess, sys, time
+import json, os, statistics, sys, time
 import numpy as np
-from script_help import exit_on_help
+from script_help import exit_on_help, run_worker, worker_label
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 def tg_step(bs: int):
@@ -52,18 +52,14 @@ def measure(side: str, bs: int, steps: int) -> None:
   times = [timed(step) for _ in range(WARMUP + steps)]
   print(json.dumps({"first": times[0], "steps": times[WARMUP:]}))
 
-def run_side(side: str) -> dict | None:
-  out = subprocess.run([sys.executable, __file__], env={**os.environ, "BENCH_MNIST_SIDE": side}, capture_output=True, text=True, check=True)
-  return json.loads(out.stdout.strip().splitlines()[-1])
-
 if __name__ == "__main__":
   exit_on_help(__doc__)
   bs, steps, rounds = int(os.environ.get("BS", 512)), int(os.environ.get("STEPS", 10)), int(os.environ.get("ROUNDS", 3))
-  if (side := os.environ.get("BENCH_MNIST_SIDE")): sys.exit(measure(side, bs, steps))
+  if (side := worker_label()) is not None: sys.exit(measure(side, bs, steps))
   results: dict[str, list[dict]] = {"tg": [], "PyTorch": []}
   for _ in range(rounds):  # tg, PyTorch, tg, PyTorch, ...: a drift in machine load hits both
     for name in results:
-      if (r := run_side(name)) is not None: results[name].append(r)
+      if (r := run_worker(__file__, name)) is not None: results[name].append(r)
   print(f"beautiful_mnist training step, batch {bs}: {rounds} rounds, each side in a fresh process per round, "
         f"{steps} timed steps after {WARMUP} warm-up steps")
   print(f"{'':10s} {'first step (s)':>15s} {'median step (ms)':>17s} {'round medians (ms)':>22s} {'tg/torch':>9s}")

@@ -3,9 +3,9 @@ and allreduce bandwidth against the bytes reduced, ring against direct (tg picks
 and MOCKGPU_COUNT are read at start). Prints one table per measurement.
 Switches: STEPS (timed steps per configuration, default 6), BS (batch of the CPU step, default 512)."""
 from __future__ import annotations
-import json, os, statistics, subprocess, sys, time
+import json, os, statistics, sys, time
 import numpy as np
-from script_help import exit_on_help
+from script_help import exit_on_help, run_worker, worker_label
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 # (kind, DEV, model): the CPU trains beautiful_mnist's convnet; the NV model interprets PTX, so it trains a small MLP
@@ -61,16 +61,12 @@ def worker(label: str) -> dict:
       out["allreduce"].append((nbytes, count, allreduce_time(kind, count, nbytes, ring=False), allreduce_time(kind, count, nbytes, ring=True)))
   return out
 
-def run(label: str) -> dict:
-  env = {**os.environ, "DEV": CONFIGS[label][0], "MOCKGPU_COUNT": "4"}
-  done = subprocess.run([sys.executable, __file__, "--worker", label], env=env, capture_output=True, text=True)
-  if done.returncode != 0: raise RuntimeError(f"{label} worker failed:\n{done.stderr[-3000:]}")
-  return json.loads(done.stdout.strip().splitlines()[-1])
+def run(label: str) -> dict: return run_worker(__file__, label, {"DEV": CONFIGS[label][0], "MOCKGPU_COUNT": "4"})
 
 if __name__ == "__main__":
   exit_on_help(__doc__)
-  if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-    print(json.dumps(worker(sys.argv[2])))
+  if (label := worker_label()) is not None:
+    print(json.dumps(worker(label)))
     sys.exit(0)
   results = {label: run(label) for label in CONFIGS}
   print("data-parallel training step (jitted Adam step, batch split over the devices, weights replicated)")
