@@ -297,6 +297,6 @@ class CP:
     # adreno_pm4.xml domain CP_MEMCPY: DWORDS, SRC_LO, SRC_HI, DST_LO, DST_HI (variants A6XX-)
     self.need(p, 5, "CP_MEMCPY (DWORDS, SRC, DST)")
     n, src, dst = p[0], p[1] | p[2] << 32, p[3] | p[4] << 32
-    data = self.mem.dwords(src, n, "SRC").copy()   # copied first: the two ranges may overlap
+    data = self.mem.dwords(src, n, "SRC").copy()   # the model's own choice: overlapping ranges copy as if read first (Mesa is silent)
     self.mem.dwords(dst, n, "DST")[:] = data
     return True
