@@ -20,6 +20,7 @@ from drivers.mock.amd.shader.wave_state import EXEC, VCC, Group, WaveState
 
 OPS = {**SCALAR_OPS, **VECTOR_OPS, **MATRIX_OPS, **MEMORY_OPS, **MODE_OPS, **AGPR_OPS, **MFMA_OPS}
 RUNNING, AT_BARRIER, DONE = 0, 1, 2
+_NO_PC = np.iinfo(np.int64).max  # the PC a wave that isn't running sorts at
 # instructions with no architectural effect in this model: waits, scheduling hints, cache controls, messages
 _NO_EFFECT = frozenset({"s_waitcnt", "s_waitcnt_vscnt", "s_waitcnt_vmcnt", "s_waitcnt_expcnt", "s_waitcnt_lgkmcnt",
   "s_waitcnt_depctr", "s_nop", "s_delay_alu", "s_clause", "s_sendmsg", "s_set_inst_prefetch_distance", "s_sleep",
@@ -166,41 +167,50 @@ class _Batch:
     st.refresh_exec(slice(None))
 
   def run(self) -> None:
+    """Steps until every wave has ended. While all waves run at one PC (straight-line code of a uniform kernel) the
+    next PC is the one _execute returns, so the per-step search for the lowest PC is skipped."""
     st, L = self.st, self.L
     lanes = np.arange(L)
-    count = 0
+    count, lockstep_pc = 0, None
     while True:
-      live = self.state == RUNNING
-      if not live.any():
-        if (self.state == AT_BARRIER).any(): raise ShaderFault("waves wait at s_barrier that their workgroup can never reach")
-        return
-      pcs = np.where(live, self.pc, np.iinfo(np.int64).max)
-      pc = int(pcs.min())
-      sel = pcs == pc
-      if sel.all(): wv, ln, nw = slice(None), slice(None), st.nw
-      else:
-        wv = np.flatnonzero(sel)
-        ln, nw = (wv[:, None] * L + lanes).ravel(), wv.size
+      if lockstep_pc is None:
+        live = self.state == RUNNING
+        if not live.any():
+          if (self.state == AT_BARRIER).any(): raise ShaderFault("waves wait at s_barrier that their workgroup can never reach")
+          return
+        pcs = np.where(live, self.pc, _NO_PC)
+        pc = int(pcs.min())
+        sel = pcs == pc
+        everyone = bool(sel.all())
+        if everyone: wv, ln, nw = slice(None), slice(None), st.nw
+        else:
+          wv = np.flatnonzero(sel)
+          ln, nw = (wv[:, None] * L + lanes).ravel(), wv.size
+      else: pc = lockstep_pc
       g = Group(wv, ln, nw, st.exec[ln])
-      ins = self.program.at(pc)
-      self._execute(g, ins, pc)
+      nxt = self._execute(g, self.program.at(pc), pc)
+      lockstep_pc = nxt if everyone else None
       count += 1
       self.steps[wv] += 1
       if count % 256 == 0 and self.steps.max() > self.step_limit:
         w = int(np.argmax(self.steps))
         raise ShaderFault(f"wave {w} executed more than {self.step_limit} instructions without s_endpgm (hang at pc {int(self.pc[w]):#x})", int(self.pc[w]))
 
-  def _execute(self, g: Group, ins: Instruction, pc: int) -> None:
+  def _execute(self, g: Group, ins: Instruction, pc: int) -> int | None:
+    """Runs one instruction for the group's waves; returns the next PC when it is the same for all of them and they
+    all keep running (None after an instruction that ends, parks or branches waves)."""
     name, st = ins.name, self.st
     nxt = pc + ins.size
     if name in _NO_EFFECT: pass
-    elif name == "s_endpgm": self.state[g.wv] = DONE; self._release(); return
-    elif name in ("s_barrier", "s_barrier_wait"): self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return
+    elif name == "s_endpgm": self.state[g.wv] = DONE; self._release(); return None
+    elif name in ("s_barrier", "s_barrier_wait"): self.state[g.wv] = AT_BARRIER; self.pc[g.wv] = nxt; self._release(); return None
     elif name == "s_branch": nxt = _branch_target(pc, ins.fields["simm16"])
     elif name in _BRANCH:
       self.pc[g.wv] = np.where(_BRANCH[name](st, g.wv), _branch_target(pc, ins.fields["simm16"]), nxt)
-      return
-    elif name in ("s_getpc_b64", "s_swappc_b64", "s_setpc_b64"): nxt = self._pc_ops(g, ins, nxt)
+      return None
+    elif name in ("s_getpc_b64", "s_swappc_b64", "s_setpc_b64"):
+      self.pc[g.wv] = self._pc_ops(g, ins, nxt)
+      return None
     elif name == "s_denorm_mode":
       st.denorm32, st.denorm16_64 = (ins.fields["simm16"] & 3) == 3, (ins.fields["simm16"] >> 2 & 3) == 3
     elif name in ("s_trap", "s_code_end", "s_sethalt"):
@@ -210,6 +220,7 @@ class _Batch:
       else: OPS[name](st, g, ins)
     else: raise UnknownInstruction(f"{ins.encoding} {name} at address {pc:#x} has no semantics in the model", pc)
     self.pc[g.wv] = nxt
+    return nxt
 
   def _pc_ops(self, g: Group, ins: Instruction, nxt: int):
     """s_getpc_b64 / s_swappc_b64 write the next instruction's address; s_setpc_b64 / s_swappc_b64 jump per wave."""
