@@ -61,11 +61,11 @@ class ProgramBuilder:
 def _magnitude(x) -> int: return max(abs(smin(x)), abs(smax(x)))
 
 def index_dtype(k: Kernel) -> DType:
-  """int32 unless a buffer, one axis (a loop's bound), the output positions a launch may fold into one index, or an index
-  some view reaches (a far slice of a huge arange) needs 64 bits (for symbolic sizes and strides, at any value of their
-  Variables). The whole iteration space is no bound: reduce axes are looped one by one, never flattened together with
-  the output's, so a 3072^3 matmul indexes in 32 bits."""
-  reach = [_magnitude(v.offset) + sum(_magnitude(st) * (smax(s) - 1) for st, s in zip(v.strides, v.shape)) + 1 for st in k.sts for v in st.views]
+  """int32 unless a buffer, one axis (a loop's bound), the output positions a launch may fold into one index, or a flat
+  index some view computes (a far slice of a huge arange) needs 64 bits (for symbolic sizes and strides, at any value of
+  their Variables). The whole iteration space is no bound: reduce axes are looped one by one, never flattened together
+  with the output's, so a 3072^3 matmul indexes in 32 bits."""
+  reach = [_magnitude(v.offset) + sum(_magnitude(st) * (smax(s) - 1) for st, s in zip(v.strides, v.shape)) + 1 for st in k.sts for v in st.flattened_views()]
   outputs = prod(smax(s) for s, t in zip(k.full_shape, k.axis_types) if t not in REDUCE_TYPES)
   biggest = max([g.dtype.size for g in k.globals] + [smax(s) for s in k.full_shape] + [outputs] + reach + [1])
   return dtypes.int32 if biggest < 2**31 else dtypes.int64

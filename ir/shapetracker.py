@@ -241,9 +241,41 @@ class ShapeTracker:
     return ShapeTracker(self.views + (View.create(shape),)).simplify()
 
   def to_uops(self, idxs: list[UOp], idx_dtype: DType = dtypes.int32) -> tuple[UOp, UOp]:
-    """(buffer offset, validity) of the element at `idxs`, through every view."""
-    idx, valid = self.views[-1].to_uops(idxs, idx_dtype)
-    for v in reversed(self.views[:-1]):
-      idx, inner_valid = v.to_uops(unravel(idx, v.shape), idx_dtype)
-      valid = valid & inner_valid
-    return idx, valid
+    """(buffer offset, validity) of the element at `idxs`, through every view: the next view in gets its indices by
+    regrouping these where this view is a contiguous split of its axes, else by unravelling this view's flat index."""
+    views, valid = self.views[::-1], None
+    for outer, inner in zip(views, views[1:]):
+      if (groups := _regroupable(outer, inner)) is not None:
+        idxs = [_joined([idxs[a] for a in group], [outer.shape[a] for a in group], idx_dtype) for group in groups]
+        continue
+      idx, outer_valid = outer.to_uops(idxs, idx_dtype)
+      valid = outer_valid if valid is None else valid & outer_valid
+      idxs = unravel(idx, inner.shape)
+    idx, inner_valid = views[-1].to_uops(idxs, idx_dtype)
+    return idx, inner_valid if valid is None else valid & inner_valid
+
+  def flattened_views(self) -> list[View]:
+    """The views to_uops computes a flat index of (the innermost one's is the buffer offset); the others' indices only
+    regroup axes, so their flat index, which can span far more than the buffer, never exists."""
+    return [outer for outer, inner in zip(self.views[:0:-1], self.views[-2::-1]) if _regroupable(outer, inner) is None] + [self.views[0]]
+
+def _regroupable(outer: View, inner: View) -> list[list[int]] | None:
+  """For a contiguous `outer` whose axes split `inner`'s (each inner axis is a run of consecutive outer axes, axes of
+  size 1 aside), the outer axes of each inner axis; else None."""
+  if not outer.contiguous or not all(isinstance(s, int) for s in (*outer.shape, *inner.shape)): return None
+  axes = [a for a, s in enumerate(outer.shape) if s != 1]
+  groups, at = [], 0
+  for size in inner.shape:
+    group, span = [], 1
+    while span < size and at < len(axes):
+      group.append(axes[at]); span *= outer.shape[axes[at]]; at += 1
+    if span != size: return None
+    groups.append(group)
+  return groups if at == len(axes) else None
+
+def _joined(idxs: list[UOp], sizes: list[int], idx_dtype: DType) -> UOp:
+  """The index into one axis of the consecutive axes `sizes` split it into (the first outermost)."""
+  if not idxs: return UOp.const(idx_dtype, 0)
+  out = idxs[0]
+  for i, size in zip(idxs[1:], sizes[1:]): out = out * _idx(size, idx_dtype) + i
+  return out

@@ -2,7 +2,9 @@
 64-bit integers (WGSL, ir3) refuse int64 kernels, so a needless int64 is a refused kernel there."""
 from tg import Tensor, dtypes
 from ir.ops import Ops
-from codegen.kernel import Kernel
+from ir.shapetracker import ShapeTracker
+from ir.uop import UOp, sym_infer
+from codegen.kernel import Kernel, Opt, OptOps
 from codegen.lowerer import index_dtype
 from drivers.device import Device
 
@@ -12,6 +14,27 @@ def kernel_index_dtypes(t: Tensor) -> list:
 def test_a_3072_cubed_matmul_indexes_in_32_bits():
   # 3072**3 iterations, but every buffer, axis and output position is below 2**31
   assert kernel_index_dtypes(Tensor.empty(3072, 3072) @ Tensor.empty(3072, 3072)) == [dtypes.int32] * 2
+
+def test_a_padded_1300_cubed_matmul_indexes_in_32_bits():
+  # padding 1300 columns to 1312 and splitting them in 8s stacks a second view whose flat index would span 1300 * 1312 *
+  # 1300 > 2**31 positions; that index is never computed (the split only regroups axes), so it sets no width
+  (item,) = [i for i in (Tensor.empty(1300, 1300) @ Tensor.empty(1300, 1300)).schedule() if i.ast.op is Ops.SINK]
+  k = Kernel(item.ast, Device["CPU"].renderer)
+  for opt in (Opt(OptOps.PADTO, 1, 32), Opt(OptOps.UPCAST, 1, 8)): k.apply_opt(opt)
+  assert any(len(st.views) == 2 for st in k.sts) and index_dtype(k) == dtypes.int32
+
+def test_a_split_of_padded_axes_is_indexed_without_the_outer_flat_index():
+  st = ShapeTracker.from_shape((5, 13)).pad(((0, 0), (0, 3))).reshape((5, 2, 8))  # 13 valid of 16, in two rows of 8
+  assert len(st.views) == 2 and st.flattened_views() == [st.views[0]]
+  idxs = [UOp.variable(f"i{d}", 0, s - 1) for d, s in enumerate(st.shape)]
+  idx, valid = st.to_uops(idxs)
+  assert not any(u.op in (Ops.IDIV, Ops.MOD) for u in idx.toposort())  # regrouped, not unravelled
+  for i in range(5):
+    for j in range(2):
+      for l in range(8):
+        point = {"i0": i, "i1": j, "i2": l}
+        assert sym_infer(valid, point) == (j * 8 + l < 13)
+        if j * 8 + l < 13: assert sym_infer(idx, point) == i * 13 + j * 8 + l
 
 def test_a_buffer_past_2_31_elements_needs_64_bits():
   assert kernel_index_dtypes(Tensor.empty(2**31 + 8, dtype=dtypes.int8) + 1) == [dtypes.int64]
