@@ -17,6 +17,7 @@ DEVICES = SOFTWARE + [d for d in [Device.DEFAULT] if d not in SOFTWARE]  # with 
 @pytest.mark.parametrize("name", DEVICES)
 def test_wait_on_another_queue_orders_execution(name):
   dev = Device[name]
+  if dev.copy_queue_t is None: pytest.skip(f"{name} has no copy engine: its copy queue runs on the compute ring, behind the wait")
   gate, done = dev.new_signal("gate"), dev.new_signal("done")
   dev.compute_queue().wait(gate, 1).signal(done, 7).submit(dev)
   time.sleep(0.05)
