@@ -20,6 +20,7 @@ from drivers.mock.qcom.ir3_memory import OPS as MEMORY_OPS
 __all__ = ["run_dispatch", "ShaderHazard", "GPUFault"]
 BATCH_FIBERS = 16384
 STEP_LIMIT = 1_000_000
+_NO_PC = np.iinfo(np.int64).max  # the PC a fiber that is not ready sorts at
 UNUSED_REGID = 0xFC                                                  # a6xx.xml: regid 0xfc = not written
 CAT3_FULL = dict(CAT3.values())                                      # ir3-cat3.xml: each opcode's FULL
 
@@ -69,16 +70,21 @@ class _Batch:
       for k in range(3): self.full[regid + k] = vals[k]
 
   def run(self) -> None:
-    steps = 0
-    while self.alive.any():
-      ready = self.alive & ~self.waiting
-      pcs = np.where(ready, self.pc, np.iinfo(np.int64).max)
-      pc = int(pcs.min())
-      mask = pcs == pc
-      sel = slice(None) if mask.all() else np.flatnonzero(mask)
+    """Steps the fibers at the lowest PC until all have ended. While every fiber runs at one PC, an instruction that
+    neither branches, ends nor waits (categories 1-6) leaves them all at the next one, so the search is skipped."""
+    steps, lockstep = 0, False
+    while lockstep or self.alive.any():
+      if lockstep: pc, sel = pc + 1, slice(None)
+      else:
+        pcs = np.where(self.alive & ~self.waiting, self.pc, _NO_PC)
+        pc = int(pcs.min())
+        mask = pcs == pc
+        sel = slice(None) if mask.all() else np.flatnonzero(mask)
       if pc >= len(self.program): raise ShaderHazard(pc, "execution ran past the end of the code without `end`")
-      self.step(self.program[pc], sel)
-      self._release()
+      ins = self.program[pc]
+      self.step(ins, sel)
+      lockstep = isinstance(sel, slice) and 1 <= ins.cat <= 6
+      if not lockstep: self._release()
       steps += 1
       if steps > STEP_LIMIT: raise ShaderHazard(pc, f"no `end` after {STEP_LIMIT} steps (hang)")
 
