@@ -42,11 +42,9 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        # QCOM: every op suite passes on the a6xx model (about 8 minutes of CPU, too much for CI's budget), so CI
-        # splits them: reductions, matmul/conv and losses on a6xx, elementwise on a7xx (its registers,
-        # CP_EVENT_WRITE7), the JIT on both; the movement suite runs by hand
-        # (DEV=MOCK+QCOM python3 -m pytest tests/tg/test_ops_movement.py)
-        "MOCK+QCOM": ["tests/tg/test_ops_reduce.py", "tests/tg/test_ops_processing.py", "tests/tg/test_losses.py", "tests/tg/test_jit.py"],
+        # QCOM: every op suite and the JIT on the a6xx model; a7xx (its registers, CP_EVENT_WRITE7) runs the
+        # elementwise suite and the JIT
+        "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py"],
         "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
         "CL": ["tests/tg/test_jit.py"]}
