@@ -115,19 +115,28 @@ class View:
     """(buffer offset, validity) of the element at `idxs`, as a canonical sum with one constant term; mask
     conditions that the indices' bounds already guarantee are left out."""
     if self.is_empty(): return UOp.const(idx_dtype, 0), UOp.const(dtypes.bool, False)
-    offset, idx = self.offset, None
+    offset, terms = self.offset, []
     for i, st in zip(idxs, self.strides):
       if st == 0: continue
       if i.op is Ops.CONST: offset = ssimplify(offset + i.arg * st)
-      else:
-        term = i if st == 1 else i * _idx(st, idx_dtype)
-        idx = term if idx is None else idx + term
+      else: terms.append((i, st))
+    idx = _strided_sum(tuple(terms), idx_dtype)
     idx = _idx(offset, idx_dtype) if idx is None else (idx + _idx(offset, idx_dtype) if offset != 0 else idx)
     valid = UOp.const(dtypes.bool, True)
     for i, (lo, hi) in zip(idxs, self.mask or ()):
       if i.vmin < smax(lo): valid = valid & (i >= _idx(lo, idx_dtype))
       if i.vmax >= smin(hi): valid = valid & (i < _idx(hi, idx_dtype))
     return idx, valid
+
+@functools.lru_cache(maxsize=1 << 16)
+def _strided_sum(terms: tuple[tuple[UOp, sint], ...], idx_dtype: DType) -> UOp | None:
+  """The sum of index * stride over `terms` (None for none), built once: the lanes of an upcast kernel differ only in
+  the constant part of their offsets."""
+  idx = None
+  for i, st in terms:
+    term = i if st == 1 else i * _idx(st, idx_dtype)
+    idx = term if idx is None else idx + term
+  return idx
 
 def empty_view(shape: tuple[sint, ...]) -> View | None:
   """A view of `shape` where nothing is valid; None for shape (), which has no axis to carry the mask (the caller
