@@ -247,6 +247,12 @@ def test_wave64_barrier_and_exec():
   out = execute(prog, [5], a=x, lanes=128, lds=512, wave32=False)
   np.testing.assert_array_equal(out[:, 0], np.concatenate([x[64:], x[:64]]))
 
+def test_lds_address_plus_offset_wraps_at_32_bits():
+  # v6 = -8; ds_load_b32 v5, v6 offset:8 reads LDS byte 0, as code LLVM folds an offset into over a negative base does
+  x = np.arange(32, dtype=np.uint32) + 7
+  prog = ds(13, 0, 0, data0=1) + vop1(1, 6, LIT) + [0xFFFFFFF8] + ds(54, 5, 6, offset0=8)
+  np.testing.assert_array_equal(execute(prog, [5], a=x, lds=256)[:, 0], np.full(32, 7))
+
 def test_lds_access_past_the_allocation_faults():
   with pytest.raises(ShaderFault, match="LDS") as e:
     execute(vop2(29, 6, LIT, 0) + [0x100] + ds(54, 5, 6), [5], lds=256)

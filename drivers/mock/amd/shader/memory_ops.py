@@ -255,9 +255,11 @@ for seg in ("global", "flat"):
 
 # ---- LDS
 def _lds_addresses(st: WaveState, g: Group, ins: Instruction, act: np.ndarray, extra: int, nbytes: int) -> np.ndarray:
-  """Byte offsets into the batch's LDS array: the lane's workgroup base + VGPR address + offset; ShaderFault past the
-  workgroup's allocation (dispatch.lds_bytes)."""
-  addr = st.V[ins.fields["addr"].index, g.ln][act].astype(np.int64) + extra
+  """Byte offsets into the batch's LDS array: the lane's workgroup base + (VGPR address + offset, wrapping at 32 bits);
+  ShaderFault past the workgroup's allocation (dispatch.lds_bytes)."""
+  # the add wraps: LLVM folds a constant into the offset field over a base that may be negative on every chip since Sea
+  # Islands (AMDGPUISelDAGToDAG.cpp isDSOffsetLegal, hasUsableDSOffset)
+  addr = (st.V[ins.fields["addr"].index, g.ln][act].astype(np.int64) + extra) & 0xFFFFFFFF
   bad = addr + nbytes > st.lds_bytes
   if bad.any(): raise ShaderFault(f"LDS access at {int(addr[bad][0]):#x} past the workgroup's {st.lds_bytes} bytes of LDS ({ins.name})", int(addr[bad][0]))
   return (st.lane_group[g.ln][act] * st.lds_bytes + addr).astype(np.int64)
