@@ -2,7 +2,7 @@
 UOps (from upcast lanes) become LLVM vector types; bfloat16 lives in float registers, rounded after each op."""
 from __future__ import annotations
 import math, struct
-from ir.dtype import DType, PtrDType, dtypes
+from ir.dtype import DType, PtrDType, dtypes, fits
 from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
@@ -86,7 +86,7 @@ def never_wraps(u: UOp) -> bool:
   """Whether integer arithmetic u stays in its dtype's range whatever its inputs, by tg's bounds of its operands (loop and
   launch indices, bounded Variables, constants): true of index math, which LLVM may then take as free of wrapping
   (nsw/nuw), sparing its loop passes most of their work (the first MNIST step compiles in 3.7 s of CPU instead of 10)."""
-  return dtypes.min(u.dtype.scalar) <= u.vmin and u.vmax <= dtypes.max(u.dtype.scalar)
+  return fits(u.vmin, u.dtype.scalar) and fits(u.vmax, u.dtype.scalar)
 
 class _Function:
   def __init__(self, name: str):
