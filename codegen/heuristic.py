@@ -63,9 +63,12 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   arithmetic and each contiguous or broadcast load take one instruction per vector, any other load one per lane. An
   output axis's stores count the same way, but happen once per output, so they are spread over the reduction."""
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
-  cost = 1 / width + sum(per_lane(s) for s in _load_strides(k, axis))
+  reduces = k.axes_of(AxisType.REDUCE)
+  steps = max(prod(smax(k.full_shape[a]) for a in reduces), 1)
+  def per_step(st) -> float:  # a load that doesn't move along the reduction (an epilogue's operand) happens once per output
+    return 1 / steps if reduces and len(st.views) == 1 and not any(st.views[-1].strides[r] for r in reduces) else 1.0
+  cost = 1 / width + sum(per_lane(st.views[-1].strides[axis] if len(st.views) == 1 else None) * per_step(st) for st in _loads(k))
   if k.axis_types[axis] is AxisType.GLOBAL:
-    steps = max(prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.REDUCE)), 1)
     stores = [st.views[-1].strides[axis] if len(st.views) == 1 else None for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
   return cost

@@ -233,3 +233,15 @@ def test_reduction_loops_skip_steps_that_only_read_stored_padding():
   assert clamped, "no loop got bounds from the stored padding"  # max(0, 4 - y) .. min(5, 24 - y)
   xp = np.pad(x.numpy(), ((0, 0), (0, 0), (4, 4), (4, 4)))
   np.testing.assert_allclose(out.numpy(), torch_free_conv(xp, w.numpy()), rtol=1e-5, atol=1e-5)
+
+def test_an_operand_read_once_per_output_does_not_choose_the_vector_axis():
+  """(a @ b) * c.T: c.T is read once per output, after the sum, so its layout (contiguous along rows) weighs 1/128 of
+  a per-step load; the output columns, along which b and the store are contiguous, become the vector lanes (not the
+  summed axis, along which b would be gathered lane by lane every step)."""
+  lanes = Device["CPU"].renderer.vector_width
+  a, b, c = Tensor.rand(64, 128).realize(), Tensor.rand(128, 64).realize(), Tensor.rand(64, 64).realize()
+  out = (a @ b) * c.T
+  (item,) = [i for i in out.schedule() if i.ast.op is Ops.SINK]
+  assert Kernel(item.ast, Device["CPU"].renderer).full_shape == (64, 64, 128)  # axes (row, column, summed)
+  assert get_program(item.ast, Device["CPU"].renderer).applied_opts[:2] == [Opt(OptOps.UPCAST, 1, lanes), Opt(OptOps.VECTORIZE, 2, 0)]
+  np.testing.assert_allclose(out.numpy(), (a.numpy() @ b.numpy()) * c.numpy().T, rtol=1e-5)
