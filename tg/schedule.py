@@ -27,6 +27,10 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 # an elementwise node that a broadcast makes every consumer recompute many times is stored once when it costs this much
 EXPENSIVE_ALU_OPS = 8
+# an elementwise node a reduction reads through a broadcast (a convolution's input, a matmul's operand) is recomputed
+# for each output that reads it: one of at least this many elements is stored when it does any arithmetic (a smaller
+# one costs less to recompute than a kernel launch)
+STORED_OPERAND_SIZE = 1 << 16
 # reductions over at least SPLIT_MIN_REDUCE elements per output, and over at least SPLIT_MIN_RATIO times as many
 # elements as there are outputs, are split in two kernels (up to SPLIT_MAX_OUTPUT partial results); a convolution's
 # weight gradient qualifies: a chunk of the batch then stays in cache while every output reads it
@@ -200,6 +204,7 @@ class Scheduler:
       if u.op is Ops.ASSIGN and u.src[1].op is Ops.COPY and contiguous_region(u.src[0]) is not None: self.roots.discard(u.src[1])
     for u in self.order:
       if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
+      if u.op in ELEMENTWISE and u not in self.roots and self._big_reduction_operand(u) and self._local_cost(u) >= 1: self.roots.add(u)
       # padding read through overlapping windows (convolutions): store it once, so the windowed loads need no masks
       if u.op is Ops.PAD and self._broadcast_consumed(u): self.roots.add(u)
 
@@ -214,6 +219,19 @@ class Scheduler:
       c = stack.pop()
       if c.op is Ops.EXPAND: return True
       if c.op in MOVEMENT: stack.extend(self.consumers[c])
+    return False
+
+  def _big_reduction_operand(self, u: UOp) -> bool:
+    """Is `u` at least STORED_OPERAND_SIZE elements that a reduction reads through a broadcast (movement ops, an
+    EXPAND, then elementwise ops), so that every element is computed again for each output reading it?"""
+    if not all_int(u.shape) or sprod(u.shape) < STORED_OPERAND_SIZE: return False
+    stack, seen = [(c, False) for c in self.consumers[u]], set()
+    while stack:
+      c, expanded = stack.pop()
+      if (c, expanded) in seen: continue
+      seen.add((c, expanded))
+      if c.op is Ops.REDUCE_AXIS and expanded: return True
+      if c.op in MOVEMENT or (expanded and c.op in ELEMENTWISE): stack.extend((n, expanded or c.op is Ops.EXPAND) for n in self.consumers[c])
     return False
 
   def _local_cost(self, u: UOp) -> int:

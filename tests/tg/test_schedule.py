@@ -1,9 +1,10 @@
 """The scheduler's fusion promises, pinned by counting kernels, and the schedule cache."""
+import math
 import numpy as np
 import pytest
 from tg import Tensor, GlobalCounters, Context
 from tg.schedule_cache import stats
-from tg.schedule import MAX_KERNEL_NODES
+from tg.schedule import MAX_KERNEL_NODES, STORED_OPERAND_SIZE
 
 def kernels(*ts: Tensor) -> int:
   return sum(1 for item in ts[0].schedule(*ts[1:]) if item.ast.op.name == "SINK")
@@ -41,6 +42,19 @@ def test_cheap_shared_work_is_recomputed_expensive_broadcast_work_is_stored():
   assert kernels(out) == 2
   with np.errstate(invalid="ignore"): ref = np.log(np.sqrt(np.sin(np.exp(x.numpy()))))  # NaN where sin < 0, as in tg
   np.testing.assert_allclose(out.numpy(), (ref[:, None, :] * w.numpy()[None]).sum(-1), rtol=1e-4, atol=1e-5)
+
+def test_big_activation_a_convolution_reads_through_its_window_is_stored_once():
+  """relu(x + b) feeding a convolution: each element is read by every output channel at every window position, so
+  once it has STORED_OPERAND_SIZE elements it is computed in a kernel of its own instead of in the convolution's
+  inner loop; a smaller one stays fused."""
+  for shape, stored in (((8, 16, 24, 24), True), ((1, 16, 8, 8), False)):
+    x, b, w = rnd(*shape), rnd(16, 1, 1), rnd(8, 16, 3, 3)
+    out = (x + b).relu().conv2d(w)
+    conv = [i.ast for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+    assert len(conv) == 1 and any(u.op.name == "WHERE" for u in conv[0].toposort()) is not stored, shape
+    assert (math.prod(shape) >= STORED_OPERAND_SIZE) == stored
+    win = np.lib.stride_tricks.sliding_window_view(np.maximum(x.numpy() + b.numpy(), 0), (3, 3), axis=(2, 3))
+    np.testing.assert_allclose(out.numpy(), np.einsum("bcyxij,ocij->boyx", win, w.numpy()), rtol=1e-4, atol=1e-4)
 
 def test_realize_several_in_one_schedule():
   a = rnd(8)
