@@ -31,9 +31,13 @@ def _loads(k: Kernel) -> list:
   at one place for the whole kernel don't matter to the choices here)."""
   return [st for _, st in _load_views(k) if not (len(st.views) == 1 and st.views[-1].mask is None and not any(st.views[-1].strides))]
 
+def _stride(st, axis: int) -> int | None:
+  """A view's stride along `axis` (None where stacked views make it irregular)."""
+  return st.views[-1].strides[axis] if len(st.views) == 1 else None
+
 def _load_strides(k: Kernel, axis: int) -> list[int | None]:
   """Each memory load's stride along `axis` (None where stacked views make it irregular)."""
-  return [st.views[-1].strides[axis] if len(st.views) == 1 else None for st in _loads(k)]
+  return [_stride(st, axis) for st in _loads(k)]
 
 def _window_reuse(k: Kernel, axis: int) -> int:
   """Loads that slide along `axis` as they do along the innermost reduction (which step 4 unrolls), like a
@@ -55,7 +59,7 @@ def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
   score = sum(2 if s == 1 else 0 if s == 0 else -1 for s in _load_strides(k, axis))
   if is_output:  # the store must be contiguous too, or it is scattered lane by lane
     store = [st for v, st in zip(k.views, k.sts) if v in k.store_views]
-    score += sum(2 if len(st.views) == 1 and st.views[-1].strides[axis] == 1 else -3 for st in store)
+    score += sum(2 if _stride(st, axis) == 1 else -3 for st in store)
   return score
 
 def _lane_cost(k: Kernel, axis: int, width: int) -> float:
@@ -66,10 +70,10 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   reduces = k.axes_of(AxisType.REDUCE)
   steps = max(prod(smax(k.full_shape[a]) for a in reduces), 1)
   def per_step(st) -> float:  # a load that doesn't move along the reduction (an epilogue's operand) happens once per output
-    return 1 / steps if reduces and len(st.views) == 1 and not any(st.views[-1].strides[r] for r in reduces) else 1.0
-  cost = 1 / width + sum(per_lane(st.views[-1].strides[axis] if len(st.views) == 1 else None) * per_step(st) for st in _loads(k))
+    return 1 / steps if reduces and all(_stride(st, r) == 0 for r in reduces) else 1.0
+  cost = 1 / width + sum(per_lane(_stride(st, axis)) * per_step(st) for st in _loads(k))
   if k.axis_types[axis] is AxisType.GLOBAL:
-    stores = [st.views[-1].strides[axis] if len(st.views) == 1 else None for v, st in zip(k.views, k.sts) if v in k.store_views]
+    stores = [_stride(st, axis) for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
   return cost
 
