@@ -89,7 +89,7 @@ class Channel:
     self.engine = dev.rm.alloc(self.handle, engine_class)
     self.token = dev.rm.control(self.handle, nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                                 "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS").workSubmitToken
-    dev.uvm.register_channel(dev.uuid, self.handle, *dev.context_window(tsg))
+    dev.uvm.register_channel(dev.uuid, self.handle, *dev.context_window(self.handle))
     self.commands = dev.alloc_memory(COMMAND_RING, host=True)
     self.words = np.frombuffer(memoryview_at(self.commands.cpu, COMMAND_RING), dtype=np.uint32)
     self.put, self.cmd_at = 0, 0
@@ -224,6 +224,9 @@ class NVDevice(HCQCompiled):
     rm = self.rm
     self.device_handle = rm.alloc_with(rm.client, nv.NV01_DEVICE_0, "NV0080_ALLOC_PARAMETERS", deviceId=info.deviceInstance, hClientShare=rm.client)
     self.subdevice = rm.alloc_with(self.device_handle, nv.NV20_SUBDEVICE_0, "NV2080_ALLOC_PARAMETERS", subDeviceId=0)
+    # without a boost the GPU stays at its idle clocks (an H200's SMs at 345 MHz ran tg's kernels 5-7x slower than CUDA did)
+    rm.control(self.subdevice, nv.NV2080_CTRL_CMD_PERF_BOOST, "NV2080_CTRL_PERF_BOOST_PARAMS", duration=nv.NV2080_CTRL_PERF_BOOST_DURATION_INFINITE,
+               flags=nv.NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX | nv.NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_YES | nv.NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_PRIORITY_HIGH)
     classes = self.class_list()
     usermode_class = pick(USERMODE_CLASSES, classes, "usermode")
     if usermode_class == nv.TURING_USERMODE_A: self.usermode = rm.alloc(self.subdevice, usermode_class)
@@ -303,11 +306,12 @@ class NVDevice(HCQCompiled):
                     grInfoList=self.rm.abi.address(entries))
     return {name: e.data for name, e in zip(wanted, entries)}
 
-  def context_window(self, tsg: int) -> tuple[int, int]:
-    """A VA window for UVM to place the channel group's GR context buffers in (both channels share it): taken from the
-    address space for good, since UVM never says which part it used and ranges over that part would fail."""
+  def context_window(self, channel: int) -> tuple[int, int]:
+    """A VA window for UVM to place the channel group's GR context buffers in (both channels share it, so the first
+    channel's size serves): taken from the address space for good, since UVM never says which part it used and ranges
+    over that part would fail."""
     if self.channel_window is None:
-      need = self.rm.control(self.subdevice, nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", hChannel=tsg).totalBufferSize
+      need = self.rm.control(self.subdevice, nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", hChannel=channel).totalBufferSize
       size = round_up(2 * need, 2 << 20)  # twice the total: UVM aligns each buffer on its own
       self.channel_window = (self.addresses.alloc(size, 2 << 20), size)
     return self.channel_window

@@ -27,12 +27,24 @@ class NVQueue(ArgumentQueue):
   def _submit(self, dev, words: list[int]) -> None: dev.submit(self.channel, words)
 
 class NVComputeQueue(NVQueue):
+  """Grids launched back to back on a channel may run at the same time on the GPU (only a wait for idle, such as the
+  release of `signal`, orders them), so a launch that follows another in this queue first waits for it."""
   channel = "compute"
+  def __init__(self):
+    super().__init__()
+    self._grid_unordered = False  # a grid was launched and nothing has waited for it since
+
+  def signal(self, signal: HCQSignal, value):
+    self._grid_unordered = False  # the release waits for idle
+    return super().signal(signal, value)
+
   def memory_barrier(self):
     return self.method(pb.SUBC_COMPUTE, pb.Compute.INVALIDATE_SHADER_CACHES_NO_WFI, pb.INVALIDATE_GLOBAL_DATA | pb.INVALIDATE_CONSTANT)
 
   def exec(self, prg, args: list, global_size, local_size):
     dev = prg.dev
+    if self._grid_unordered: self.method(pb.SUBC_HOST, pb.Host.WFI, 0).memory_barrier()  # the previous grid's writes, before this one reads
+    self._grid_unordered = True
     local_size = tuple(local_size or (1, 1, 1))
     cb0, qmd_bytes = prg.launch_memory(tuple(global_size), local_size)
     mem, at = self.memory(dev, round_up(len(cb0), 256) + len(qmd_bytes))

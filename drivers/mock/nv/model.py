@@ -101,6 +101,7 @@ class NVModel(DeviceModel):
     self.tokens = itertools.count(1)
     self.vram_used = [0] * len(self.gpus)
     self.gpu_opens = [0] * len(self.gpus)  # open /dev/nvidiaN files: GPU N is attached while there is one
+    self.perf_boost = [0] * len(self.gpus)  # the PERF_BOOST flags last asked for each GPU (0: none, its idle clocks)
     self.spaces: list[UvmSpace] = []       # every UVM address space (one per initialized /dev/nvidia-uvm file)
     self.uvm_vaspaces: set[int] = set()  # VA spaces registered with UVM (they then have a page directory)
     self.unbound: set[int] = set()     # GR channels on an externally owned VA space not yet registered with UVM
@@ -340,6 +341,7 @@ class NVModel(DeviceModel):
                 nv.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GPU_GET_GID_INFO_PARAMS", self.gid_info),
                 nv.NV2080_CTRL_CMD_GR_GET_INFO: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GR_GET_INFO_PARAMS", self.gr_info),
                 nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", self.ctx_buffer_size),
+                nv.NV2080_CTRL_CMD_PERF_BOOST: (nv.NV20_SUBDEVICE_0, "NV2080_CTRL_PERF_BOOST_PARAMS", self.boost),
                 nv.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (nv.KEPLER_CHANNEL_GROUP_A, "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS", self.schedule),
                 nv.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (None, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS", self.token)}
     if arg.cmd not in controls: raise RmFailure("NV_ERR_NOT_SUPPORTED", f"control {arg.cmd:#x} is not modelled")
@@ -377,9 +379,19 @@ class NVModel(DeviceModel):
       entries[i].data = values[entries[i].index]
 
   def ctx_buffer_size(self, obj: RmObject, p) -> None:
-    # kernel_graphics.c subdeviceCtrlCmdKGrGetCtxBufferSize_IMPL: the aligned sizes plus one alignment of slack
-    self.lookup(p.hChannel, "hChannel", (nv.KEPLER_CHANNEL_GROUP_A, *self.gpu.arch.gpfifo))
+    # kernel_graphics.c subdeviceCtrlCmdKGrGetCtxBufferSize_IMPL: the aligned sizes plus one alignment of slack, for a
+    # channel (kernel_channel.c CliGetKernelChannel: any other object, its channel group too, is NV_ERR_INVALID_CHANNEL)
+    if self.lookup(p.hChannel, "hChannel").cls not in self.gpu.arch.gpfifo:
+      raise RmFailure("NV_ERR_INVALID_CHANNEL", f"hChannel {p.hChannel:#x} is no channel")
     p.totalBufferSize = CTX_BUFFER_BYTES + CTX_BUFFER_ALIGN
+
+  def boost(self, obj: RmObject, p) -> None:
+    # ctrl2080perf.h NV2080_CTRL_CMD_PERF_BOOST: a duration of at most DURATION_MAX seconds, or INFINITE (checked in
+    # kern_perf_boost.c subdeviceCtrlCmdKPerfBoost_IMPL); CMD 1:0 is CLEAR, BOOST_1LEVEL or BOOST_TO_MAX
+    if p.duration > nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX and p.duration != nv.NV2080_CTRL_PERF_BOOST_DURATION_INFINITE:
+      raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"boost duration {p.duration} s is over {nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX} and not INFINITE")
+    if p.flags & 3 == 3: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"boost flags {p.flags:#x}: CMD 3 is no command")
+    self.perf_boost[self.gpu_index(obj.parent)] = p.flags
 
   def schedule(self, obj: RmObject, p) -> None:
     # kernel_channel_group_api.c kchangrpapiCtrlCmdGpFifoSchedule_IMPL: every GR channel on an externally owned VA

@@ -22,6 +22,7 @@ MEASURED_580 = {
   "NV2080_CTRL_GR_GET_INFO_PARAMS": (32, "grInfoListSize 0 grInfoList 8 grRouteInfo 16"),
   "NV2080_CTRL_GR_INFO": (8, "index 0 data 4"),
   "NV2080_CTRL_GR_ROUTE_INFO": (16, "flags 0 route 8"),
+  "NV2080_CTRL_PERF_BOOST_PARAMS": (8, "flags 0 duration 4"),  # ctrl2080perf.h, measured the same way at 595.45.04
   "NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS": (3, "bEnable 0 bSkipSubmit 1 bSkipEnable 2"),
   "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS": (4, "workSubmitToken 0"),
   "NVOS00_PARAMETERS": (16, "hRoot 0 hObjectParent 4 hObjectOld 8 status 12"),

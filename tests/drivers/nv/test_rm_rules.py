@@ -96,7 +96,9 @@ def test_a_channel_needs_a_uvm_window_for_its_context_buffers(nvdev):
   with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): dev.uvm.register_channel(dev.uuid, channel, ring.va, ring.size)  # where tg used to put them
   with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): dev.uvm.register_channel(dev.uuid, channel, 0, 64 << 20)
   with pytest.raises(RMError, match="NV_ERR_OUT_OF_RANGE"): dev.uvm.register_channel(dev.uuid, channel, (1 << 57) - (64 << 20), 64 << 20)
-  need = rm.control(dev.subdevice, nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", hChannel=tsg).totalBufferSize
+  ctx_size = lambda h: rm.control(dev.subdevice, nv.NV2080_CTRL_CMD_GR_GET_CTX_BUFFER_SIZE, "NV2080_CTRL_GR_GET_CTX_BUFFER_SIZE_PARAMS", hChannel=h).totalBufferSize
+  with pytest.raises(RMError, match="NV_ERR_INVALID_CHANNEL"): ctx_size(tsg)  # what a real H200 (580.159.04) answered tg's first bring-up
+  need = ctx_size(channel)
   assert need == CTX_BUFFER_BYTES + CTX_BUFFER_ALIGN
   window = dev.addresses.alloc(need, 0x1000)
   dev.uvm.register_channel(dev.uuid, channel, window, need)
@@ -107,6 +109,17 @@ def test_a_channel_needs_a_uvm_window_for_its_context_buffers(nvdev):
     dev.uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=placed, length=0x1000)
   with pytest.raises(RMError, match="NV_ERR_INVALID_ADDRESS"): dev.uvm.call(nv.UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE_PARAMS", base=0, length=0x1000)
   assert model.faults == []
+
+def test_the_gpu_is_boosted_to_its_top_clocks_for_as_long_as_tg_runs(nvdev):
+  # a real H200 left unboosted ran tg's kernels at its idle clocks, 5-7x slower than CUDA ran the same PTX
+  dev, model = nvdev
+  flags = model.perf_boost[0]
+  assert flags & 3 == nv.NV2080_CTRL_PERF_BOOST_FLAGS_CMD_BOOST_TO_MAX and flags & nv.NV2080_CTRL_PERF_BOOST_FLAGS_CUDA_YES
+  boost = lambda h, **kw: dev.rm.control(h, nv.NV2080_CTRL_CMD_PERF_BOOST, "NV2080_CTRL_PERF_BOOST_PARAMS", **kw)
+  with pytest.raises(RMError, match="NV_ERR_INVALID_ARGUMENT"): boost(dev.subdevice, flags=2, duration=3601)  # over DURATION_MAX, not INFINITE
+  with pytest.raises(RMError, match="NV_ERR_INVALID_OBJECT_HANDLE"): boost(dev.device_handle, flags=2, duration=10)  # a subdevice control
+  boost(dev.subdevice, flags=0, duration=0)  # CLEAR
+  assert model.perf_boost[0] == 0
 
 def test_a_context_share_on_an_external_va_space_needs_uvm_to_know_it(nvdev):
   dev, _ = nvdev
