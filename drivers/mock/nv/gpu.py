@@ -144,6 +144,7 @@ class Channel:
   bound: dict[int, int] = field(default_factory=dict)      # subchannel -> class (SET_OBJECT)
   regs: dict[int, dict[int, int]] = field(default_factory=dict)  # subchannel -> method -> last value; host methods under -1
   inline: bytearray = field(default_factory=bytearray)     # LOAD_INLINE_QMD_DATA so far
+  running: list[tuple] = field(default_factory=list)       # launched grids nothing has waited for yet: (class format, registers, QMD VA)
   work: list[tuple[int, int, int]] | None = None           # the method writes of the entry being executed
   at: int = 0                                              # next method write of `work`
   faulted: bool = False
@@ -155,7 +156,7 @@ class Channel:
 # SEND_SIGNALING_PCAS2_B actions that schedule the QMD SEND_PCAS_A names (the others only prefetch, invalidate or count)
 LAUNCH_ACTIONS = {hw.PCAS_ACTION[a] for a in ("SCHEDULE", "INVALIDATE_COPY_SCHEDULE", "PREFETCH_SCHEDULE", "INVALIDATE_PREFETCH_COPY_SCHEDULE",
                                               "INVALIDATE_PREFETCH_COPY_FORCE_REQUIRE_SCHEDULING")}
-HOST_NOPS = {"NON_STALL_INTERRUPT", "MEM_OP_A", "MEM_OP_B", "MEM_OP_C", "MEM_OP_D", "WFI"}  # accepted; nothing to do in the model
+HOST_NOPS = {"NON_STALL_INTERRUPT", "MEM_OP_A", "MEM_OP_B", "MEM_OP_C", "MEM_OP_D"}  # accepted; nothing to do in the model
 HOST_REGS = {"SEM_ADDR_LO", "SEM_ADDR_HI", "SEM_PAYLOAD_LO", "SEM_PAYLOAD_HI"}
 ACQUIRES = {hw.SEM_ACQUIRE: lambda cur, want, bits: cur == want,
             hw.SEM_ACQ_STRICT_GEQ: lambda cur, want, bits: cur >= want,
@@ -286,7 +287,9 @@ class GPU:
       while True:
         get, put = ch.userd_word(hw.USERD[ch.cls]["GP_GET"])[0], ch.userd_word(hw.USERD[ch.cls]["GP_PUT"])[0]
         if ch.work is None:
-          if get == put: return worked
+          if get == put:
+            self.finish_grids(ch)  # the GPU finishes them in its own time: before anything later is seen
+            return worked
           where = f"GPFIFO entry {get}"
           if put >= ch.entries: raise GPUFault(XID_PUSHBUFFER, f"GPPut {put} is past the ring's {ch.entries} entries")
           entry = hw.gp_entry(self.read(ch.ring + 8 * get, 64, "GPFIFO entry"))
@@ -298,7 +301,9 @@ class GPU:
         while ch.at < len(ch.work):
           subc, method, value = ch.work[ch.at]
           where = f"GPFIFO entry {get}, method {method:#x} = {value:#x} on subchannel {subc}"
-          if not self.method(ch, subc, method, value): return worked
+          if not self.method(ch, subc, method, value):
+            self.finish_grids(ch)
+            return worked
           ch.at, worked = ch.at + 1, True
         ch.work, worked = None, True
         ch.userd_word(hw.USERD[ch.cls]["GP_GET"])[0] = (get + 1) % ch.entries
@@ -323,7 +328,7 @@ class GPU:
       if name == "LAUNCH_DMA": self.launch_dma(fmt, regs, value)
     elif name == "SEND_SIGNALING_PCAS2_B" and fmt.get(name, "PCAS_ACTION", value) in LAUNCH_ACTIONS:
       if fmt.offset("SEND_PCAS_A") not in regs: raise GPUFault(XID_ENGINE, "SEND_SIGNALING_PCAS2_B without SEND_PCAS_A")
-      self.launch(ch, fmt, regs, _field(fmt, regs, "SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
+      self.start_grid(ch, fmt, regs, _field(fmt, regs, "SEND_PCAS_A", "QMD_ADDRESS_SHIFTED8") << 8)
     elif name.startswith("LOAD_INLINE_QMD_DATA("): self.inline_qmd(ch, fmt, regs, int(name[21:-1]), value)
     elif name == "SET_REPORT_SEMAPHORE_D": self.report_semaphore(fmt, regs, value)
     return True
@@ -335,7 +340,10 @@ class GPU:
       if (cls := fmt.get(name, "NVCLASS", value)) not in ch.objects: raise GPUFault(XID_PUSHBUFFER, f"SET_OBJECT {cls:#x}: no such object on this channel")
       ch.bound[subc] = cls
     elif name in HOST_REGS: regs[method] = value
-    elif name == "SEM_EXECUTE": return self.sem_execute(fmt, regs, value)
+    elif name == "WFI": self.finish_grids(ch)
+    elif name == "SEM_EXECUTE":
+      if fmt.get(name, "RELEASE_WFI", value): self.finish_grids(ch)
+      return self.sem_execute(fmt, regs, value)
     elif name not in HOST_NOPS: raise GPUFault(XID_PUSHBUFFER, f"unknown host method {method:#x}")
     return True
 
@@ -395,7 +403,19 @@ class GPU:
     va = (_reg64(fmt, regs, ("SET_INLINE_QMD_ADDRESS_A", "QMD_ADDRESS_SHIFTED8_UPPER"), ("SET_INLINE_QMD_ADDRESS_B", "QMD_ADDRESS_SHIFTED8_LOWER")) or 0) << 8
     self.view(va, size, "inline QMD")[:] = ch.inline
     ch.inline = bytearray()
-    self.launch(ch, fmt, regs, va)
+    self.start_grid(ch, fmt, regs, va)
+
+  # Grids launched one after another on a channel run at the same time: only the host's WFI method and a semaphore
+  # release with RELEASE_WFI (classes/host/clc56f.h) wait for the engine to go idle. An H200 overlapped a JIT graph's
+  # dependent kernels launched without either, so the model holds each grid until something waits for it and then
+  # runs the held grids last-launched first, one order overlapping grids may take.
+  def start_grid(self, ch: Channel, fmt: hw.ClassFormat, regs: dict[int, int], qmd_va: int) -> None:
+    ch.running.append((fmt, dict(regs), qmd_va))
+
+  def finish_grids(self, ch: Channel) -> None:
+    while ch.running:
+      fmt, regs, qmd_va = ch.running.pop()
+      self.launch(ch, fmt, regs, qmd_va)
 
   def launch(self, ch: Channel, fmt: hw.ClassFormat, regs: dict[int, int], qmd_va: int) -> None:
     """Runs the QMD at qmd_va, its releases, then the QMDs it chains to through DEPENDENT_QMD0."""

@@ -46,11 +46,15 @@ def download(dev: NVDevice, buf: GPUBuffer, like: np.ndarray) -> np.ndarray:
   dev.allocator.copyout(memoryview(out).cast("B"), buf)
   return out
 
-def run_on(dev: NVDevice, out: Tensor) -> np.ndarray:
-  """Schedules `out` (built from realized CPU tensors), compiles its one kernel for dev and runs it there."""
+def load(dev: NVDevice, out: Tensor):
+  """The one kernel of `out`'s schedule (built from realized CPU tensors), compiled and loaded on dev: (program, spec, item)."""
   (item,) = out.schedule()
   spec = get_program(item.ast, dev.renderer)
-  prg = dev.runtime(spec.name, dev.compiler.compile(spec.src), spec)
+  return dev.runtime(spec.name, dev.compiler.compile(spec.src), spec), spec, item
+
+def run_on(dev: NVDevice, out: Tensor) -> np.ndarray:
+  """Runs `out`'s one kernel on dev."""
+  prg, spec, item = load(dev, out)
   bufs = [dev.allocator.alloc(item.bufs[0].nbytes)] + [upload(dev, np.frombuffer(b.as_bytes(), np.uint8)) for b in item.bufs[1:]]
   prg(*bufs, global_size=spec.global_size, local_size=spec.local_size)
   dev.synchronize()
@@ -70,6 +74,29 @@ def test_bring_up_and_kernels_on_every_architecture(nvdev):
   np.testing.assert_allclose(run_on(dev, (Tensor(x) @ Tensor(y)).relu()), np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
   big = rng.standard_normal(5000).astype(np.float32)
   np.testing.assert_allclose(run_on(dev, Tensor(big).sum()), big.sum(dtype=np.float64), rtol=1e-5, atol=1e-4)  # a shared-memory reduction
+  assert model.faults == []
+
+def test_a_queue_runs_its_kernels_in_order_although_the_gpu_overlaps_grids(nvdev, monkeypatch):
+  """b = a + 1, then c = b * 2, queued back to back: the second launch must wait for the first, since the GPU (and
+  the model, after an H200 showed it) runs grids launched without a wait for idle at the same time."""
+  dev, model = nvdev
+  a = np.arange(256, dtype=np.float32)
+  (add, add_spec, _), (double, double_spec, _) = load(dev, Tensor(a) + 1), load(dev, Tensor(a) * 2)
+  def run() -> np.ndarray:
+    src, mid, out = upload(dev, a), upload(dev, np.zeros_like(a)), upload(dev, np.zeros_like(a))
+    q = dev.compute_queue().wait(dev.timeline_signal, dev.timeline_value - 1).memory_barrier()
+    q.exec(add, add.kernel_args((mid, src), ()), add_spec.global_size, add_spec.local_size)
+    q.exec(double, double.kernel_args((out, mid), ()), double_spec.global_size, double_spec.local_size)
+    q.signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    dev.synchronize()
+    return download(dev, out, a)
+  np.testing.assert_array_equal(run(), (a + 1) * 2)
+  launch = type(dev.compute_queue()).exec
+  def without_waiting(q, *args):  # a driver that lets a launch follow another without waiting for idle
+    q._grid_unordered = False
+    return launch(q, *args)
+  monkeypatch.setattr(type(dev.compute_queue()), "exec", without_waiting)
+  np.testing.assert_array_equal(run(), a * 0)  # the second grid read `mid` before the first wrote it
   assert model.faults == []
 
 def test_570_driver_branch_brings_up():
