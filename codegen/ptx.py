@@ -386,6 +386,7 @@ class _Kernel:
       self.emit(f"selp.f64 {out}, {total}, {out}, {either_nan}")
       return out
     if op is Ops.SIN: return self.sin(a[0])
+    if op is Ops.LOG2: return self.log2(a[0])
     if op is Ops.MOD and is_float:  # a - trunc(a / b) * b
       q = self.reg(out_cls)
       self.emit(f"div.rn.{t} {q}, {a[0]}, {a[1]}")
@@ -408,7 +409,7 @@ class _Kernel:
       Ops.FDIV: f"div.rn.{t}", Ops.IDIV: f"div.{t}", Ops.MOD: f"rem.{t}",
       Ops.MAX: f"max.NaN.{t}" if is_float else f"max.{t}", Ops.AND: f"and.b{bits_of(src)}", Ops.OR: f"or.b{bits_of(src)}",
       Ops.XOR: f"xor.b{bits_of(src)}", Ops.NEG: f"neg.{t}" if is_float else f"neg.s{bits_of(src)}",
-      Ops.RECIP: f"rcp.rn.{t}", Ops.SQRT: f"sqrt.rn.{t}", Ops.EXP2: "ex2.approx.f32", Ops.LOG2: "lg2.approx.f32",
+      Ops.RECIP: f"rcp.rn.{t}", Ops.SQRT: f"sqrt.rn.{t}", Ops.EXP2: "ex2.approx.f32",
       Ops.TRUNC: f"cvt.rzi.{t}.{t}" if is_float else f"mov.b{bits_of(src)}", Ops.MULACC: f"fma.rn.{t}" if is_float else f"mad.lo.{t}",
     }.get(op)
     if text is None or (is_float and op in (Ops.IDIV, Ops.AND, Ops.OR, Ops.XOR)) or (not is_float and op in (Ops.FDIV, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2)):
@@ -452,6 +453,34 @@ class _Kernel:
     self.emit(f"fma.rn.f32 {r}, {turns}, {_f32(TWO_PI_HI)}, {x}")
     self.emit(f"fma.rn.f32 {r}, {turns}, {_f32(TWO_PI_LO)}, {r}")
     self.emit(f"sin.approx.f32 {out}, {r}")
+    return out
+
+  def log2(self, x: str) -> str:
+    """log2 with a relative error of a few ulp everywhere: lg2.approx's error is absolute (about 2^-22.6), which near 1 is
+    most of the result (log1p and expm1 of small arguments lost 8 % on an H200). x = m * 2^e with m in [sqrt(1/2),
+    sqrt(2)), log2(m) = 2 atanh(s) / ln 2 with s = (m - 1) / (m + 1), |s| <= 0.172, from its series to s^9. Zero,
+    subnormal, negative, infinite and NaN inputs take lg2.approx, which has them right."""
+    bits, exp, scale, m, s, s2, poly, out, approx, normal, finite = (self.reg(c) for c in ("b32", "b32", "b32", "f32", "f32", "f32", "f32", "f32", "f32", "pred", "pred"))
+    self.emit(f"mov.b32 {bits}, {x}")
+    self.emit(f"sub.s32 {exp}, {bits}, {_f32(math.sqrt(0.5)).replace('0f', '0x')}")  # bits of sqrt(1/2) as an integer
+    self.emit(f"shr.s32 {exp}, {exp}, 23")
+    self.emit(f"shl.b32 {scale}, {exp}, 23")
+    self.emit(f"sub.s32 {bits}, {bits}, {scale}")  # x's bits with the exponent moved to 0 or -1
+    self.emit(f"mov.b32 {m}, {bits}")
+    self.emit(f"add.f32 {s}, {m}, 0f3F800000")
+    self.emit(f"sub.f32 {m}, {m}, 0f3F800000")  # exact: m is within a factor of 2 of 1
+    self.emit(f"div.rn.f32 {s}, {m}, {s}")
+    self.emit(f"mul.f32 {s2}, {s}, {s}")
+    self.emit(f"mov.f32 {poly}, {_f32(2 / (9 * math.log(2)))}")
+    for k in (7, 5, 3, 1): self.emit(f"fma.rn.f32 {poly}, {poly}, {s2}, {_f32(2 / (k * math.log(2)))}")
+    self.emit(f"mul.f32 {poly}, {poly}, {s}")
+    self.emit(f"cvt.rn.f32.s32 {out}, {exp}")
+    self.emit(f"add.f32 {out}, {out}, {poly}")
+    self.emit(f"lg2.approx.f32 {approx}, {x}")
+    self.emit(f"setp.ge.f32 {normal}, {x}, 0f00800000")
+    self.emit(f"setp.lt.f32 {finite}, {x}, 0f7F800000")
+    self.emit(f"and.pred {normal}, {normal}, {finite}")
+    self.emit(f"selp.f32 {out}, {out}, {approx}, {normal}")
     return out
 
 def _mov_type(dt: DType) -> str:
