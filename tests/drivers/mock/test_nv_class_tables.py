@@ -177,7 +177,7 @@ def test_hopper_local_memory_fields():
 def test_shared_memory_carveout_codes_fit_the_qmd(sm):
   # MIN/MAX/TARGET_SM_CONFIG_SHARED_MEM_SIZE are 6-bit codes (KiB / 4 + 1, as NVK's gv100_sm_config_smem_size): the target's
   # carve-out must hold the kernel's shared memory, within min..max
-  dev = SimpleNamespace(sm=sm)
+  dev = SimpleNamespace(sm=sm, gr={"max_warps_per_sm": 64})
   max_kb = None
   for shared in (0, 1, 0x400, 0x2000, 0x8001, 48 << 10, 99 << 10, 100 << 10, 160 << 10, 227 << 10):
     codes = NVDevice.shared_memory_config(dev, shared)
@@ -188,6 +188,16 @@ def test_shared_memory_carveout_codes_fit_the_qmd(sm):
     max_kb = (hi - 1) * 4
     if shared <= max_kb << 10: assert (target - 1) * 4 << 10 >= shared, (sm, shared, codes)
   assert max_kb == {80: 164, 86: 100, 89: 100, 90: 228, 100: 228}[sm]  # the largest carve-out of each SM (CUDA guide, compute capabilities)
+
+def test_the_carveout_holds_as_many_blocks_as_warps_and_registers_allow():
+  dev = SimpleNamespace(sm=90, gr={"max_warps_per_sm": 64})
+  target = lambda *kernel: (NVDevice.shared_memory_config(dev, *kernel)["target_sm_config_shared_mem_size"] - 1) * 4
+  # the H200's tensor-core matmul: 5 KiB, 128 threads, 168 registers: 65536 // (168 * 128) = 3 blocks need 15 KiB
+  assert target(5120, 128, 168) == 16
+  assert target(0, 256, 32) == 8  # no shared memory: the smallest carve-out, the most L1
+  assert target(5120, 64, 16) == 164  # 32 blocks (the most an SM runs) of 5 KiB
+  assert target(100 << 10, 1024, 32) == 228  # two 1024-thread blocks (the SM's 64 warps): 200 KiB
+  assert target(150 << 10, 1024, 32) == 228  # two would need 300 KiB: the largest carve-out, one block
 
 def test_the_gpu_model_reads_no_driver_table():
   tree = ast.parse(inspect.getsource(gpu))
