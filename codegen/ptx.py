@@ -34,7 +34,8 @@ def ptx_type(dt: DType) -> tuple[str, str, str]:
   if (t := TYPES.get(dt.scalar)) is None: raise TypeError(f"the PTX renderer has no {dt}")
   return t
 def bits_of(dt: DType) -> int: return 1 if dt.scalar == dtypes.bool else 8 * max(dt.scalar.itemsize, 2) if dt.scalar != dtypes.bfloat16 else 32
-def _f32(x: float) -> str: return f"0f{struct.unpack('<I', struct.pack('<f', x))[0]:08X}"
+def _f32_bits(x: float) -> int: return struct.unpack('<I', struct.pack('<f', x))[0]
+def _f32(x: float) -> str: return f"0f{_f32_bits(x):08X}"
 def _f64(x: float) -> str: return f"0d{struct.unpack('<Q', struct.pack('<d', x))[0]:016X}"
 
 def immediate(value, dt: DType) -> str:
@@ -462,7 +463,7 @@ class _Kernel:
     subnormal, negative, infinite and NaN inputs take lg2.approx, which has them right."""
     bits, exp, scale, m, s, s2, poly, out, approx, normal, finite = (self.reg(c) for c in ("b32", "b32", "b32", "f32", "f32", "f32", "f32", "f32", "f32", "pred", "pred"))
     self.emit(f"mov.b32 {bits}, {x}")
-    self.emit(f"sub.s32 {exp}, {bits}, {_f32(math.sqrt(0.5)).replace('0f', '0x')}")  # bits of sqrt(1/2) as an integer
+    self.emit(f"sub.s32 {exp}, {bits}, {_f32_bits(math.sqrt(0.5))}")
     self.emit(f"shr.s32 {exp}, {exp}, 23")
     self.emit(f"shl.b32 {scale}, {exp}, 23")
     self.emit(f"sub.s32 {bits}, {bits}, {scale}")  # x's bits with the exponent moved to 0 or -1

@@ -387,10 +387,9 @@ class NVModel(DeviceModel):
 
   def boost(self, obj: RmObject, p) -> None:
     # ctrl2080perf.h NV2080_CTRL_CMD_PERF_BOOST: a duration of at most DURATION_MAX seconds, or INFINITE (checked in
-    # kern_perf_boost.c subdeviceCtrlCmdKPerfBoost_IMPL); CMD 1:0 is CLEAR, BOOST_1LEVEL or BOOST_TO_MAX
+    # kern_perf_boost.c subdeviceCtrlCmdKPerfBoost_IMPL)
     if p.duration > nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX and p.duration != nv.NV2080_CTRL_PERF_BOOST_DURATION_INFINITE:
       raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"boost duration {p.duration} s is over {nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX} and not INFINITE")
-    if p.flags & 3 == 3: raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"boost flags {p.flags:#x}: CMD 3 is no command")
     self.perf_boost[self.gpu_index(obj.parent)] = p.flags
 
   def schedule(self, obj: RmObject, p) -> None:
