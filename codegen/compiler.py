@@ -28,6 +28,11 @@ class Compiler:
     if self.worker_task is None or src in self._memory or src in self._pending: return
     if (key := self._disk_key(src)) is not None and (lib := diskcache.get("compile", key)) is not None: self._remember(src, lib)
     elif (pool := workers()) is not None: self._pending[src] = pool.submit(*self.worker_task, src)
+  def compile_taken_back(self, src: str) -> bytes:
+    """`src` compiled now, by a worker if compile_ahead queued it and one started (else here), kept in no cache: for
+    BEAM's candidates, compiled once each and timed."""
+    if (ahead := self._pending.pop(src, None)) is None or ahead.claim(): return self.compile(src)
+    return self._wait(ahead)
   def compile_cached(self, src: str) -> bytes:
     if (lib := self._memory.get(src)) is not None:
       self._memory.move_to_end(src)

@@ -70,8 +70,10 @@ def decode_opts(blob: bytes) -> list[Opt] | None:
                                        and all(type(v) is int for v in i[1:]) for i in items)
   return [Opt(OptOps[op], axis, amt) for op, axis, amt in items] if ok else None
 
-def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str) -> list[Opt] | None:
-  """The fastest action sequence found, or None when no candidate could be timed (the caller falls back)."""
+def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str,
+                prepare: Callable[[list[list[Opt]]], None] = lambda candidates: None) -> list[Opt] | None:
+  """The fastest action sequence found, or None when no candidate could be timed (the caller falls back). Each round's
+  candidates go to `prepare` before the first is timed (the caller starts compiling them all)."""
   key = diskcache.key_of("beam", cache_key, width, ast)
   if (blob := diskcache.get("beam", key)) is not None and (hit := decode_opts(blob)) is not None: return hit
   def timed(opts: list[Opt]) -> float:
@@ -99,6 +101,7 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     if BEAM_ESTIMATE:  # the estimate doesn't model caches: loop-order changes are always timed
       ranked = sorted(candidates, key=lambda c: estimate(c[1], renderer))
       candidates = ranked[:max(3 * width, 4)] + [c for c in ranked[max(3 * width, 4):] if c[0][-1].op is OptOps.THREAD]
+    prepare([opts for opts, _ in candidates])
     results = sorted(((opts, timed(opts)) for opts, _ in candidates), key=lambda r: r[1])
     beam = [r for r in results[:width] if math.isfinite(r[1])]
     if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][1] * 1e6:.1f} us with {beam[0][0]}")

@@ -103,7 +103,7 @@ def test_beam_times_candidates_on_memory_it_has_written(monkeypatch):
     events.append(("write", self.nbytes, memoryview(src).nbytes))
     return copyin(self, src)
   monkeypatch.setattr(Buffer, "copyin", recording_copyin)
-  def one_candidate(ast, renderer, time_opts, width, key):
+  def one_candidate(ast, renderer, time_opts, width, key, prepare):
     time_opts([])
     events.append(("timed",))
     return []
@@ -111,6 +111,38 @@ def test_beam_times_candidates_on_memory_it_has_written(monkeypatch):
   realize.beam_opts(Device["CPU"], item.ast)
   # out 7x10, a 7x13, b 13x10 float32, each written whole, all before the candidate is timed
   assert sorted(events[:-1]) == sorted(("write", 4 * n, 4 * n) for n in (70, 91, 130)) and events[-1] == ("timed",), events
+
+def test_beam_hands_each_round_to_prepare_before_timing_it(cachedb, monkeypatch):
+  from codegen import search
+  monkeypatch.setattr(search, "estimate", lambda k, r: 0.0)
+  (item,) = matmul("CPU").schedule()
+  events: list = []
+  def time_opts(opts):
+    events.append(("timed", tuple(opts)))
+    return 1.0 / (1 + len(opts))  # longer sequences are faster: the search goes several rounds
+  search.beam_search(item.ast, Device["CPU"].renderer, time_opts, 2, "prepared", prepare=lambda cands: events.append(("prepare", [tuple(c) for c in cands])))
+  rounds = [i for i, e in enumerate(events) if e[0] == "prepare"]
+  assert len(rounds) >= 2
+  for at, end in zip(rounds, rounds[1:] + [len(events)]):  # each round: prepare, then exactly its candidates timed
+    assert [e[1] for e in events[at + 1:end]] == events[at][1]
+
+def test_beam_times_a_far_slower_candidate_once(monkeypatch):
+  from codegen import search
+  from tg import realize
+  (item,) = matmul("CPU").schedule()
+  dev, runs, made = Device["CPU"], [], []
+  class Timed:  # a program whose every run takes the time given to the n-th one made
+    def __init__(self, seconds): self.seconds = seconds
+    def __call__(self, *args, **kwargs):
+      runs.append(self.seconds)
+      return self.seconds
+  monkeypatch.setattr(dev.compiler, "compile_taken_back", lambda src: b"")
+  monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: made.append(1) or Timed([1.0, 5.0, 1.5][len(made) - 1]))
+  def three_candidates(ast, renderer, time_opts, width, key, prepare):
+    return [time_opts([]) for _ in range(3)]
+  monkeypatch.setattr(search, "beam_search", three_candidates)
+  assert realize.beam_opts(dev, item.ast) == [1.0, 5.0, 1.5]
+  assert runs == [1.0] * 3 + [5.0] + [1.5] * 3  # 5.0 is more than twice the fastest so far: one run is enough
 
 def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   from codegen.heuristic import hand_coded_optimizations
