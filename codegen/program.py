@@ -23,8 +23,17 @@ def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> 
   if opts is None: hand_coded_optimizations(k, renderer.vector_width)
   else:
     for opt in opts: k.apply_opt(opt)
+  return program_of(k, renderer)
+
+def lowered(k: Kernel, renderer: Renderer) -> tuple[list[UOp], tuple, tuple]:
+  """k's linear program and launch sizes for `renderer`."""
+  return lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+
+def program_of(k: Kernel, renderer: Renderer, lowered_k: tuple[list[UOp], tuple, tuple] | None = None) -> ProgramSpec:
+  """The program of optimized kernel k, from `lowered_k` when it was lowered already (BEAM's estimate does)."""
+  ast = k.ast
   tracing.stage("optimize", k)
-  uops, launch_global, launch_local = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+  uops, launch_global, launch_local = lowered_k or lowered(k, renderer)
   tracing.stage("lower", uops)
   name = k.name
   if DEBUG >= 6: print_linear(uops)

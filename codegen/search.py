@@ -12,7 +12,7 @@ from ir.uop import UOp
 from codegen import diskcache
 from codegen.heuristic import hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps, VECTOR_SIZES
-from codegen.lowerer import lower
+from codegen.program import lowered
 from codegen.renderer import Renderer
 
 MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
@@ -43,9 +43,8 @@ def _kernel(ast: UOp, renderer: Renderer, opts: list[Opt]) -> Kernel | None:
   unroll = math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is AxisType.UNROLL)
   return k if upcast <= MAX_UPCAST and unroll <= MAX_UNROLL else None
 
-def estimate(k: Kernel, renderer: Renderer) -> float:
-  """A static cost: ops executed, counting a vector op once, gathers lane by lane, and loop overhead."""
-  uops, _, _ = lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+def estimate(uops: list[UOp]) -> float:
+  """A static cost of a lowered kernel: ops executed, counting a vector op once, gathers lane by lane, and loop overhead."""
   cost, mult, stack = 0.0, 1, []
   for u in uops:
     if u.op is Ops.RANGE:
@@ -70,10 +69,12 @@ def decode_opts(blob: bytes) -> list[Opt] | None:
                                        and all(type(v) is int for v in i[1:]) for i in items)
   return [Opt(OptOps[op], axis, amt) for op, axis, amt in items] if ok else None
 
+Candidate = tuple[list[Opt], Kernel, tuple | None]  # actions, the kernel they make, its lowering where the estimate made one
+
 def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str,
-                prepare: Callable[[list[list[Opt]]], None] = lambda candidates: None) -> list[Opt] | None:
+                prepare: Callable[[list[Candidate]], None] = lambda candidates: None) -> list[Opt] | None:
   """The fastest action sequence found, or None when no candidate could be timed (the caller falls back). Each round's
-  candidates go to `prepare` before the first is timed (the caller starts compiling them all)."""
+  candidates go to `prepare` before the first is timed (the caller renders them and starts compiling them all)."""
   key = diskcache.key_of("beam", cache_key, width, ast)
   if (blob := diskcache.get("beam", key)) is not None and (hit := decode_opts(blob)) is not None: return hit
   def timed(opts: list[Opt]) -> float:
@@ -86,7 +87,7 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
   best = beam[0]
   seen: set[tuple] = set()
   for _ in range(MAX_ROUNDS):
-    candidates: list[tuple[list[Opt], Kernel]] = []
+    candidates: list[Candidate] = []
     for opts, _ in beam:
       base = _kernel(ast, renderer, opts)
       if base is None: continue
@@ -96,13 +97,14 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
         signature = (k.full_shape, tuple(k.axis_types), k.vector_axis)
         if signature in seen: continue
         seen.add(signature)
-        candidates.append((opts + [action], k))
+        candidates.append((opts + [action], k, None))
     if not candidates: break
     if BEAM_ESTIMATE:  # the estimate doesn't model caches: loop-order changes are always timed
-      ranked = sorted(candidates, key=lambda c: estimate(c[1], renderer))
+      candidates = [(opts, k, lowered(k, renderer)) for opts, k, _ in candidates]
+      ranked = sorted(candidates, key=lambda c: estimate(c[2][0]))
       candidates = ranked[:max(3 * width, 4)] + [c for c in ranked[max(3 * width, 4):] if c[0][-1].op is OptOps.THREAD]
-    prepare([opts for opts, _ in candidates])
-    results = sorted(((opts, timed(opts)) for opts, _ in candidates), key=lambda r: r[1])
+    prepare(candidates)
+    results = sorted(((opts, timed(opts)) for opts, _, _ in candidates), key=lambda r: r[1])
     beam = [r for r in results[:width] if math.isfinite(r[1])]
     if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][1] * 1e6:.1f} us with {beam[0][0]}")
     if not beam or beam[0][1] >= best[1]: break

@@ -8,7 +8,7 @@ from ir.ops import Ops
 from ir.switches import BEAM, CAPTURING, DEBUG, NOOPT, PROFILE, VIZ
 from ir.helpers import colored
 from ir.uop import UOp
-from codegen.program import get_program
+from codegen.program import get_program, program_of
 from codegen.program_cache import cached_program
 from codegen.renderer import ProgramSpec
 from codegen.scalar_args import is_scalar_arg, lift_scalars
@@ -32,9 +32,9 @@ def beam_opts(dev, ast: UOp) -> list | None:
   bufs: list[Buffer] = []
   specs: dict[tuple, ProgramSpec] = {}
   fastest = [math.inf]  # the best time of any candidate so far
-  def prepare(candidates: list[list]) -> None:  # render a round's candidates and queue their compiles on the workers
-    for opts in candidates:
-      try: specs[tuple(opts)] = spec = get_program(ast, dev.renderer, opts)
+  def prepare(candidates: list) -> None:  # render a round's candidates and queue their compiles on the workers
+    for opts, k, lowered_k in candidates:
+      try: specs[tuple(opts)] = spec = program_of(k, dev.renderer, lowered_k)
       except Exception: continue  # time_opts meets the error again and the candidate is skipped
       dev.compiler.compile_ahead(spec.src)
   def time_opts(opts) -> float:

@@ -81,7 +81,7 @@ def test_beam_result_is_correct_and_cached(cachedb, monkeypatch):
   with Context(BEAM=2):
     np.testing.assert_allclose(matmul("CPU").numpy(), ref, rtol=1e-6)
   timed = []
-  monkeypatch.setattr(search, "estimate", lambda k, r: 0.0)
+  monkeypatch.setattr(search, "estimate", lambda uops: 0.0)
   (item,) = matmul("CPU").schedule()
   def time_opts(opts):
     timed.append(opts)
@@ -114,13 +114,13 @@ def test_beam_times_candidates_on_memory_it_has_written(monkeypatch):
 
 def test_beam_hands_each_round_to_prepare_before_timing_it(cachedb, monkeypatch):
   from codegen import search
-  monkeypatch.setattr(search, "estimate", lambda k, r: 0.0)
+  monkeypatch.setattr(search, "estimate", lambda uops: 0.0)
   (item,) = matmul("CPU").schedule()
   events: list = []
   def time_opts(opts):
     events.append(("timed", tuple(opts)))
     return 1.0 / (1 + len(opts))  # longer sequences are faster: the search goes several rounds
-  search.beam_search(item.ast, Device["CPU"].renderer, time_opts, 2, "prepared", prepare=lambda cands: events.append(("prepare", [tuple(c) for c in cands])))
+  search.beam_search(item.ast, Device["CPU"].renderer, time_opts, 2, "prepared", prepare=lambda cands: events.append(("prepare", [tuple(opts) for opts, _, _ in cands])))
   rounds = [i for i, e in enumerate(events) if e[0] == "prepare"]
   assert len(rounds) >= 2
   for at, end in zip(rounds, rounds[1:] + [len(events)]):  # each round: prepare, then exactly its candidates timed
