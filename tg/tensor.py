@@ -254,9 +254,8 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
   def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
     shape = tuple(shape)
     if self.shape == shape: return self
-    if len(shape) < self.ndim: raise ValueError(f"can't broadcast {self.shape} to {shape}")
-    broadcast_shape(self.shape, shape)
-    return self.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape)
+    if len(shape) < self.ndim or broadcast_shape(self.shape, shape) != shape: raise ValueError(f"can't broadcast {self.shape} to {shape}")
+    return self._new(self.uop.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape))  # checked: no reshape/expand checks again
 
   def _scalar_dtype(self, y: bool | int | float) -> DType:
     if isinstance(y, bool): return self.dtype
@@ -268,12 +267,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if not isinstance(y, Tensor):
       if _variable_expression(y): y = ssimplify(y)  # a bound Variable or an expression of them, such as a symbolic size
       if isinstance(y, np.generic) and y.ndim == 0 and y.dtype.kind in "biuf": y = y.item()  # a numpy scalar is a Python scalar here, as in PyTorch
-      if isinstance(y, (bool, int, float)):
-        dt = x._scalar_dtype(y)
-        const = UOp.const(check_fits(y, dt), y, x.device)
-        if dt == x.dtype or not match_dtype:  # no cast to come: broadcast the constant to x's shape in one step
-          const = const.reshape((1,) * x.ndim).expand(x.shape) if x.ndim else const
-        y = Tensor(const)
+      if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(check_fits(y, x._scalar_dtype(y)), y, x.device))
       elif _variable_expression(y): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
       else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")
     elif y.device != x.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
