@@ -29,8 +29,8 @@ class Compiler:
     if (key := self._disk_key(src)) is not None and (lib := diskcache.get("compile", key)) is not None: self._remember(src, lib)
     elif (pool := workers()) is not None: self._pending[src] = pool.submit(*self.worker_task, src)
   def compile_taken_back(self, src: str) -> bytes:
-    """`src` compiled now, by a worker if compile_ahead queued it and one started (else here), kept in no cache: for
-    BEAM's candidates, compiled once each and timed."""
+    """`src` compiled now, by a worker if compile_ahead queued it and one started (no worker started it yet: here
+    rather than wait), kept in no cache: what compile_cached does on a miss, and all BEAM's candidates need."""
     if (ahead := self._pending.pop(src, None)) is None or ahead.claim(): return self.compile(src)
     return self._wait(ahead)
   def compile_cached(self, src: str) -> bytes:
@@ -38,9 +38,7 @@ class Compiler:
       self._memory.move_to_end(src)
       return lib
     key = self._disk_key(src)
-    if (ahead := self._pending.pop(src, None)) is not None:  # no worker started it yet: compile here rather than wait
-      lib = self.compile(src) if ahead.claim() else self._wait(ahead)
-    elif key is None or (lib := diskcache.get("compile", key)) is None: lib = self.compile(src)
+    if src in self._pending or key is None or (lib := diskcache.get("compile", key)) is None: lib = self.compile_taken_back(src)
     else: key = None  # from the disk: nothing to write back
     if key is not None: diskcache.put("compile", key, lib)
     return self._remember(src, lib)
