@@ -31,13 +31,14 @@ def beam_opts(dev, ast: UOp) -> list | None:
   from codegen.search import beam_search
   bufs: list[Buffer] = []
   specs: dict[tuple, ProgramSpec] = {}
-  fastest = [math.inf]  # the best time of any candidate so far
+  fastest = math.inf  # the best time of any candidate so far
   def prepare(candidates: list) -> None:  # render a round's candidates and queue their compiles on the workers
     for opts, k, lowered_k in candidates:
       try: specs[tuple(opts)] = spec = program_of(k, dev.renderer, lowered_k)
       except Exception: continue  # time_opts meets the error again and the candidate is skipped
       dev.compiler.compile_ahead(spec.src)
   def time_opts(opts) -> float:
+    nonlocal fastest
     spec = specs.pop(tuple(opts), None) or get_program(ast, dev.renderer, opts)
     prg = dev.runtime(spec.name, dev.compiler.compile_taken_back(spec.src), spec)
     if not bufs:
@@ -49,8 +50,9 @@ def beam_opts(dev, ast: UOp) -> list | None:
     vals = tuple(1.0 if is_scalar_arg(v) else v.arg[1] for v in spec.vars)
     run = lambda: prg(*[b._buf for b in bufs], global_size=spec.global_size, local_size=spec.local_size, vals=vals, wait=True)
     first = run()
-    if first > 2 * fastest[0]: return first  # far behind already: two more runs would not make it the fastest
-    fastest[0] = min(fastest[0], best := min(first, run(), run()))
+    if first > 2 * fastest: return first  # far behind already: two more runs would not make it the fastest
+    best = min(first, run(), run())
+    fastest = min(fastest, best)
     return best
   opts = beam_search(ast, dev.renderer, time_opts, BEAM.value, f"{dev.device}:{dev.compiler.cachekey}", prepare=prepare)
   if opts is None and DEBUG >= 1: print("BEAM: no candidate could be compiled and timed; using the heuristics")
