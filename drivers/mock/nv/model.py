@@ -386,8 +386,9 @@ class NVModel(DeviceModel):
     p.totalBufferSize = CTX_BUFFER_BYTES + CTX_BUFFER_ALIGN
 
   def boost(self, obj: RmObject, p) -> None:
-    # ctrl2080perf.h NV2080_CTRL_CMD_PERF_BOOST: a duration of at most DURATION_MAX seconds, or INFINITE (checked in
-    # kern_perf_boost.c subdeviceCtrlCmdKPerfBoost_IMPL)
+    # ctrl2080perf.h NV2080_CTRL_CMD_PERF_BOOST: the duration has to be at most DURATION_MAX seconds, or INFINITE,
+    # else NV_ERR_INVALID_ARGUMENT (kern_perf_boost.c subdeviceCtrlCmdKPerfBoost_IMPL checks it so itself on GB10Y
+    # and hands other GPUs' requests to GSP)
     if p.duration > nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX and p.duration != nv.NV2080_CTRL_PERF_BOOST_DURATION_INFINITE:
       raise RmFailure("NV_ERR_INVALID_ARGUMENT", f"boost duration {p.duration} s is over {nv.NV2080_CTRL_PERF_BOOST_DURATION_MAX} and not INFINITE")
     self.perf_boost[self.gpu_index(obj.parent)] = p.flags
