@@ -4,14 +4,18 @@ This docstring is the authoritative description of the accepted syntax: codegen/
 drivers/mock/qcom/ decodes what comes out. The syntax is Mesa's disassembly (src/freedreno/ir3/tests/disasm.c, the
 `display` templates of src/freedreno/isa/ir3-*.xml) restricted to the subset below. Bit layouts come from Mesa's ISA
 XML, cited at each table. Within this subset gen 6 and gen 7 encode identically (the forms that differ, ldg.a/stg.a,
-are not accepted).
+are not accepted; isam and stib.b below have no gen bound in ir3-cat5.xml / ir3-cat6.xml below 800).
 
 Vendor facts a user of this syntax must know
 - There is no s8 type: the type field holds f16 f32 u16 u32 s16 s32 u8 u8_32 (src/freedreno/ir3/instr-a3xx.h type_t,
   ir3-common.xml <enum name="#type">). `s8` is rejected; sign-extend a u8 with shl.b/ashr.b.
 - There is no mulh.u/mulh.s (ir3-cat2.xml has no such bitset; instr-a3xx.h has no OPC_MULH); they are rejected.
-- cat6 (ldg/stg/ldl/stl) has no (ss) bit (ir3-cat6.xml <bitset name="#instruction-cat6">): put (ss) on an
-  instruction before it (e.g. a `(ss)nop`).
+- cat5 (isam) and cat6 (ldg/stg/ldl/stl/stib.b) have no (ss) bit (ir3-cat5.xml <bitset name="#instruction-cat5">,
+  ir3-cat6.xml <bitset name="#instruction-cat6">): put (ss) on an instruction before them (e.g. a `(ss)nop`).
+- A 2-D isam reads exactly two coordinate registers (x, y) and no LOD: Mesa's compiler collects the image's two
+  coordinates for a 2-D image load (ir3_compiler_nir.c emit_intrinsic_load_image) and leaves .3d (bit 48) and .a
+  (bit 49) clear. isam's bit 18 is ir3-cat5.xml's inverted "1D" flag: `isam` here is Mesa's text for the word with it
+  set; Mesa's own compiler leaves it clear for image loads (printed `isam.1d`), a spelling not accepted here.
 
 Program text
 - One statement per line; `;` starts a comment; blank lines are ignored; case matters (all lower case).
@@ -21,8 +25,8 @@ Program text
   assemble_program() reports it. Any other `@` directive is an error.
 - Instruction: PREFIXES MNEMONIC OPERANDS. Prefixes are parenthesised words before the mnemonic, in any order, each at
   most once, with or without spaces between them (Mesa prints `(sy)mul.f ...`, `(nop3) cmps.f.lt ...`):
-  (sy) (ss) (jp) on every instruction except (ss) on cat6; (rptN), N = 1..5, on nop only; (nopN), N = 1..3, on cat2
-  and cat3 only (delay slots after the instruction).
+  (sy) (ss) (jp) on every instruction except (ss) on cat5 and cat6; (rptN), N = 1..5, on nop only; (nopN), N = 1..3, on
+  cat2 and cat3 only (delay slots after the instruction).
 - Operands are separated by commas. Spaces inside an operand are not allowed.
 
 Operands
@@ -68,6 +72,14 @@ Instructions (and which operand positions may be a const (c) or an immediate (i)
   32-bit byte address). No const or immediate operands.
   `ldg.t dst, g[A+OFF], N`   `stg.t g[A+OFF], src, N`   `ldl.t dst, l[A+OFF], N`   `stl.t l[A+OFF], src, N`
   (Mesa prints ldl/stl registers without the h of half types; here the h is required, as for ldg/stg.)
+- cat5, texture fetch (ir3-cat5.xml "isam", normal non-bindless form):
+  `isam (f32)(xyzw)rD.c, rC.c, s#S, t#T` or `isam (f16)(xyzw)hrD.c, rC.c, s#S, t#T`: writes the four components of
+  the texel at integer coordinate (rC.c, the register after it) of texture T (0..127) with sampler S (0..15) to four
+  consecutive registers from rD.c, as f32 or (f16) half values. rC.c is a full register; (xyzw) is the only writemask.
+- cat6, image store (ir3-cat6.xml "stib.b", a6xx IBO encoding, non-bindless with an immediate IBO slot):
+  `stib.b.typed.2d.f32.4.imm rV.c, rC.c, N`: stores the four f32 values in rV.c and the three registers after it to
+  the texel at integer coordinate (rC.c, the register after it) of IBO N (0..255), converted to the IBO's format. Both
+  registers are full; no other stib.b form is accepted.
 - cat7: `bar` and `fence`, each optionally followed by the scope suffixes .g .l .r .w, each at most once, in any order
   (Mesa prints them in the order g l r w: `(sy)bar.g`, `fence.g.l.r.w`).
 
@@ -109,6 +121,14 @@ LDL = _layout(one=0, off=(1, 13), addr=(14, 21), b23=23, size=(24, 31), dst=(32,
 # src/freedreno/isa/ir3-cat6.xml <bitset name="#instruction-cat6-a3xx-st"> (stl: OPC 00100)
 STL = _layout(src=(1, 8), off_hi=(9, 13), b23=23, size=(24, 31), off_lo=(32, 39), b40=40, addr=(41, 48), type=(49, 51),
               opc=(54, 58), **_SYNC)
+# src/freedreno/isa/ir3-cat5.xml <bitset name="#instruction-cat5"> + "isam" (OPC 00000 at 54-58; "1D" bit 18, bool_inv)
+CAT5 = _layout(full=0, src1=(1, 8), inv_1d=18, samp=(21, 24), tex=(25, 31), dst=(32, 39), wrmask=(40, 43), type=(44, 46),
+               opc=(54, 58), **_SYNC)
+# src/freedreno/isa/ir3-cat6.xml "#instruction-cat6-a6xx-base" / "-ibo-base" / "-ibo-load-store" + "stib.b"
+# (bit 0 = 0, OPC 011101 at 14-19, 110 at 20-22, 10 at 52-53; BINDLESS 8, MODE 6-7 and HAS_OFFSET 23 left 0)
+STIB = _layout(d_minus_one=(9, 10), typed=11, size_minus_one=(12, 13), opc=(14, 19), b20=(20, 22), coord=(24, 31),
+               value=(32, 39), ssbo=(41, 48), type=(49, 51), b52=(52, 53), **_SYNC)
+STIB_FORM = "stib.b.typed.2d.f32.4.imm"
 # src/freedreno/isa/ir3-cat7.xml <bitset name="#instruction-cat7-barrier"> (bit 49 = 1)
 CAT7 = _layout(ss=44, b49=49, w=51, r=52, l=53, g=54, opc=(55, 58), **_SYNC)
 
@@ -247,9 +267,9 @@ def _reg(text: str, what: str, half: bool | None = None, kinds: str = "r") -> Op
     raise _Err(f"{what} {text!r} must be a {'half (h...)' if half else 'full'} {'register' if op.kind == 'r' else 'const'}")
   return op
 
-def _sync(ins: _Instr, ss_ok: bool = True, nop_ok: bool = False) -> dict[str, int]:
+def _sync(ins: _Instr, ss_ok: bool = True, nop_ok: bool = False, cat: int = 6) -> dict[str, int]:
   """The (sy)/(ss)/(jp) fields, after checking that the instruction takes the prefixes it was given."""
-  if ins.ss and not ss_ok: raise _Err("cat6 instructions have no (ss) bit; put (ss) on an earlier instruction")
+  if ins.ss and not ss_ok: raise _Err(f"cat{cat} instructions have no (ss) bit; put (ss) on an earlier instruction")
   if ins.rpt and ins.mnemonic != "nop": raise _Err("(rptN) is only accepted on nop")
   if ins.nop and not nop_ok: raise _Err("(nopN) is only accepted on cat2/cat3 instructions")
   return dict(sy=int(ins.sy), jp=int(ins.jp)) | (dict(ss=int(ins.ss)) if ss_ok else {})
@@ -399,6 +419,31 @@ def _cat6(ins: _Instr, fp: _Footprint) -> int:
   return _pack(STG if op == "stg" else STL, src=src.num, off_hi=off >> 8, b23=1, size=size, off_lo=off & 0xff, addr=addr.num,
                **extra, **common)
 
+def _slot(text: str, prefix: str, top: int, what: str) -> int:
+  """`s#N` / `t#N` / a bare IBO slot N, checked against its field."""
+  if not (m := re.fullmatch(re.escape(prefix) + r"(\d+)", text)) or int(m[1]) > top:
+    raise _Err(f"{what} must be {prefix}0..{prefix}{top}, not {text!r}")
+  return int(m[1])
+
+def _isam(ins: _Instr, fp: _Footprint) -> int:
+  if ins.mnemonic != "isam": raise _Err(f"only plain `isam` is accepted (no .1d .v .3d .a .o or bindless forms), not {ins.mnemonic!r}")
+  dtext, ctext, stext, ttext = _count(ins, 4)
+  if not (m := re.fullmatch(r"\((\w+)\)\((\w+)\)(\S+)", dtext)) or m[1] not in ("f32", "f16") or m[2] != "xyzw":
+    raise _Err(f"isam's destination is written (f32)(xyzw)rN.c or (f16)(xyzw)hrN.c, not {dtext!r}")
+  dst, coord = _reg(m[3], "isam destination", m[1] == "f16"), _reg(ctext, "isam coordinate", False)
+  fp.use(dst, 4); fp.use(coord, 2)
+  samp, tex = _slot(stext, "s#", 15, "the sampler"), _slot(ttext, "t#", 127, "the texture")
+  return _pack(CAT5, full=1, src1=coord.num, inv_1d=1, samp=samp, tex=tex, dst=dst.num, wrmask=0xF, type=TYPES[m[1]], opc=0, cat=5,
+               **_sync(ins, False, cat=5))
+
+def _stib(ins: _Instr, fp: _Footprint) -> int:
+  if ins.mnemonic != STIB_FORM: raise _Err(f"the only stib form accepted is `{STIB_FORM} rV.c, rC.c, N`, not {ins.mnemonic!r}")
+  vtext, ctext, ntext = _count(ins, 3)
+  value, coord = _reg(vtext, "stib value", False), _reg(ctext, "stib coordinate", False)
+  fp.use(value, 4); fp.use(coord, 2)
+  return _pack(STIB, d_minus_one=1, typed=1, size_minus_one=3, opc=0b011101, b20=0b110, coord=coord.num, value=value.num,
+               ssbo=_slot(ntext, "", 255, "the IBO slot"), type=TYPES["f32"], b52=0b10, cat=6, **_sync(ins, False))
+
 def _cat7(ins: _Instr) -> int:
   op, *scopes = ins.mnemonic.split(".")
   if len(set(scopes)) != len(scopes) or not set(scopes) <= {"g", "l", "r", "w"}:
@@ -412,6 +457,8 @@ def _encode(ins: _Instr, labels: dict[str, int], fp: _Footprint) -> int:
   if m.startswith(("mov.", "cov.")): return _cat1(ins, fp)
   if m in CAT3_OPC: return _cat3(ins, fp)
   if m in CAT4_OPC: return _cat4(ins, fp)
+  if m.split(".")[0] == "isam": return _isam(ins, fp)
+  if m.split(".")[0] == "stib": return _stib(ins, fp)
   if m.split(".")[0] in CAT6_OPC: return _cat6(ins, fp)
   if m.split(".")[0] in CAT7_OPC: return _cat7(ins)
   if m in CAT2_OPC or m.rsplit(".", 1)[0] in CAT2_COND: return _cat2(ins, fp)

@@ -156,6 +156,18 @@ HAND = [
   # "ldl" ("#instruction-cat6-a3xx-ld", OPC 00001, SIZE 24-31) and "stl" ("#instruction-cat6-a3xx-st", OPC 00100)
   ("(sy)ldl.u16 hr0.z, l[r1.x+4095], 4", CAT(6) | SY | 1 << 54 | 2 << 49 | 2 << 32 | 4 << 24 | 1 << 23 | 4 << 14 | 4095 << 1 | 1),
   ("stl.s16 l[r1.x-1], hr0.y, 1", CAT(6) | 4 << 54 | 4 << 49 | 4 << 41 | 1 << 40 | 0xff << 32 | 1 << 24 | 1 << 23 | 0x1f << 9 | 1 << 1),
+  # ir3-cat5.xml "#instruction-cat5" + "isam" (OPC 00000 at 54-58): FULL 0, SRC1 1-8, the inverted 1D flag at 18 set,
+  # SAMP 21-24, TEX 25-31, DST 32-39, WRMASK 40-43 (xyzw = 1111), TYPE 44-46 (f32 = 1, f16 = 0)
+  ("isam (f32)(xyzw)r2.x, r0.x, s#0, t#1", CAT(5) | 1 | 0 << 1 | 1 << 18 | 0 << 21 | 1 << 25 | 8 << 32 | 0xF << 40 | 1 << 44),
+  ("(sy)(jp)isam (f16)(xyzw)hr1.z, r3.y, s#15, t#127",
+   CAT(5) | SY | JP | 1 | 13 << 1 | 1 << 18 | 15 << 21 | 127 << 25 | 6 << 32 | 0xF << 40 | 0 << 44),
+  # ir3-cat6.xml "stib.b" (a6xx IBO load/store encoding): D_MINUS_ONE 9-10 (2d = 1), TYPED 11, TYPE_SIZE_MINUS_ONE 12-13
+  # (4 = 3), OPC 14-19 = 011101, 20-22 = 110, SRC2 (coordinate) 24-31, SRC1 (value) 32-39, SSBO 41-48 (immediate: MODE 6-7
+  # = 0), TYPE 49-51 (f32 = 1), 52-53 = 10; BINDLESS 8 and HAS_OFFSET 23 clear
+  ("stib.b.typed.2d.f32.4.imm r4.x, r1.x, 3", CAT(6) | 1 << 9 | 1 << 11 | 3 << 12 | 0b011101 << 14 | 0b110 << 20 | 4 << 24
+   | 16 << 32 | 3 << 41 | 1 << 49 | 0b10 << 52),
+  ("(sy)stib.b.typed.2d.f32.4.imm r0.y, r47.z, 255", CAT(6) | SY | 1 << 9 | 1 << 11 | 3 << 12 | 0b011101 << 14 | 0b110 << 20
+   | 190 << 24 | 1 << 32 | 255 << 41 | 1 << 49 | 0b10 << 52),
   # ir3-cat7.xml "#instruction-cat7-barrier": bit 49 = 1, W 51, R 52, L 53, G 54; "bar" OPC 0000
   ("bar", CAT(7) | 1 << 49), ("(ss)bar.l.g", CAT(7) | SS | 1 << 49 | 1 << 53 | 1 << 54),
 ]
@@ -164,6 +176,22 @@ HAND = [
 @pytest.mark.parametrize("gen", [6, 7])
 def test_hand_derived_words(text: str, expected: int, gen: int):
   assert one(text, gen) == expected
+
+@pytest.mark.parametrize("gen", [6, 7])
+def test_isam_and_stib_from_mesa_words(gen: int):
+  """disasm.c has no entry in the accepted forms; two are Mesa words with only the differing fields changed: `sam
+  (f32)(xyzw)r1.x, r0.z, s#6, t#6` (ir3-cat5.xml "sam": OPC 00011 at 54-58) is isam with OPC 00000 and isam's inverted
+  1D bit 18 set (Mesa prints no .1d then); `ldib.b.typed.1d.f32.4.imm r0.x, r0.w, 1` (OPC 000110 at 14-19) is
+  stib.b with OPC 011101 and D_MINUS_ONE (9-10) = 1 for .2d."""
+  sam, ldib = hexword("a0c01f04_0cc00005"), hexword("c0220200_0361b800")
+  assert one("isam (f32)(xyzw)r1.x, r0.z, s#6, t#6", gen) == sam & ~(0b11111 << 54) | 1 << 18
+  assert one("stib.b.typed.2d.f32.4.imm r0.x, r0.w, 1", gen) == ldib & ~(0x3F << 14) | 0b011101 << 14 | 1 << 9
+
+def test_isam_and_stib_footprint():
+  """isam writes 4 registers and reads a coordinate pair; stib.b reads 4 values and a pair."""
+  prog = assemble_program("isam (f32)(xyzw)r5.z, r1.x, s#0, t#0\nstib.b.typed.2d.f32.4.imm r7.w, r9.w, 0\nend", 6)
+  assert prog.full_regs == 11 and prog.half_regs == 0            # r9.w, r10.x -> 11 vec4 registers
+  assert assemble_program("isam (f16)(xyzw)hr3.y, r0.x, s#0, t#0\nend", 7).half_regs == 5   # hr3.y .. hr4.x
 
 ERRORS = [
   ("foo.f r0.x, r0.y", "unknown opcode"),
@@ -210,6 +238,30 @@ ERRORS = [
   ("a:\na:\nend", "defined twice"),
   ("nop r0.x", "takes 0 operands"),
   ("add.f r0.x, r0.y r0.z", "space inside an operand"),
+  ("isam.1d (f32)(xyzw)r0.x, r1.x, s#0, t#0", "only plain `isam`"),
+  ("isam.v (f32)(xyzw)r0.x, r1.x, s#0, t#0", "only plain `isam`"),
+  ("isam (u32)(xyzw)r0.x, r1.x, s#0, t#0", "(f32)(xyzw)rN.c or (f16)(xyzw)hrN.c"),
+  ("isam (f32)(xy)r0.x, r1.x, s#0, t#0", "(f32)(xyzw)rN.c"),
+  ("isam r0.x, r1.x, s#0, t#0", "(f32)(xyzw)rN.c"),
+  ("isam (f32)(xyzw)hr0.x, r1.x, s#0, t#0", "must be a full"),
+  ("isam (f16)(xyzw)r0.x, r1.x, s#0, t#0", "must be a half"),
+  ("isam (f32)(xyzw)r0.x, hr1.x, s#0, t#0", "isam coordinate 'hr1.x' must be a full"),
+  ("isam (f32)(xyzw)r0.x, c1.x, s#0, t#0", "isam coordinate must be a register"),
+  ("isam (f32)(xyzw)r0.x, r1.x, s#16, t#0", "s#0..s#15"),
+  ("isam (f32)(xyzw)r0.x, r1.x, s#0, t#128", "t#0..t#127"),
+  ("isam (f32)(xyzw)r0.x, r1.x, t#0, s#0", "sampler must be s#0..s#15, not 't#0'"),
+  ("isam (f32)(xyzw)r0.x, r1.x, t#0", "takes 4 operands"),
+  ("(ss)isam (f32)(xyzw)r0.x, r1.x, s#0, t#0", "cat5 instructions have no (ss) bit"),
+  ("(rpt1)isam (f32)(xyzw)r0.x, r1.x, s#0, t#0", "(rptN) is only accepted on nop"),
+  ("isam (f32)(xyzw)r47.y, r1.x, s#0, t#0", "run past r47.w"),
+  ("stib.b.untyped.1d.u32.4.imm r0.x, r1.x, 0", "the only stib form"),
+  ("stib.b.typed.2d.f32.4.imm r0.x, r1.x, 256", "IBO slot must be 0..255"),
+  ("stib.b.typed.2d.f32.4.imm r0.x, r1.x, r2.x", "IBO slot must be 0..255"),
+  ("stib.b.typed.2d.f32.4.imm r0.x, c1.x, 0", "stib coordinate must be a register"),
+  ("stib.b.typed.2d.f32.4.imm hr0.x, r1.x, 0", "must be a full"),
+  ("stib.b.typed.2d.f32.4.imm r0.x, r47.w, 0", "run past r47.w"),
+  ("(ss)stib.b.typed.2d.f32.4.imm r0.x, r1.x, 0", "cat6 instructions have no (ss) bit"),
+  ("ldib.b.typed.1d.f32.4.imm r0.x, r0.w, 1", "unknown opcode"),
 ]
 
 @pytest.mark.parametrize("text,message", ERRORS)

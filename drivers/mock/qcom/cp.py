@@ -1,8 +1,9 @@
 """The Adreno command processor behind the KGSL model: it runs a context's indirect buffers packet by packet,
 decoded with the model's own tables (registers.py, from kgsl's adreno_pm4types.h and Mesa's adreno_pm4.xml and
 a6xx.xml): type-4 register writes, and the type-7 packets a compute driver needs (state loads into the CS constant
-file, CP_EXEC_CS into the ir3 shader core, event writes, memory waits, writes and copies, nested IBs). Anything else,
-a bad parity bit or a packet running past its IB is a fault naming the packet and where it is (IB address, dword).
+file, texture / sampler / UAV descriptors into the CS tables (descriptors.py says what a dispatch requires of them),
+CP_EXEC_CS into the ir3 shader core, event writes, memory waits, writes and copies, nested IBs). Anything else, a bad
+parity bit or a packet running past its IB is a fault naming the packet and where it is (IB address, dword).
 
 The GPU sees memory through `Memory`: the ranges kgsl mapped (GPU VA -> host pages); an access outside them faults.
 A CP_WAIT_REG_MEM that is not yet met leaves the CP where it is (run() returns False) so the caller can retry."""
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from drivers import system
 from drivers.mock.qcom import registers as hw
+from drivers.mock.qcom.descriptors import Bindings, Loaded
 
 class CPFault(Exception):
   """The CP stopped: a malformed or refused packet, or a memory access outside the GPU's mappings (`address`)."""
@@ -87,13 +89,14 @@ class Frame:
   def where(self, i: int) -> str: return f"IB {self.base:#x} dword {i}"
 
 class CP:
-  """One context's command processor: its registers, CS constant file and loaded shader state persist across IBs
+  """One context's command processor: its registers, CS constant file and loaded descriptor tables persist across IBs
   (kgsl saves and restores a context's state around context switches)."""
   def __init__(self, gen: int, memory: Memory, max_ib_depth: int = 2):
     self.gen, self.mem = gen, memory
     self.regs: dict[int, int] = {}
     self.reg = hw.REGS[gen]
     self.consts = np.zeros(hw.CONST_FILE_VEC4[gen] * 4, np.uint32)
+    self.tables: dict[str, dict[int, Loaded]] = {t: {} for t in hw.TABLE_BASE}
     self.frames: list[Frame] = []
     self.max_ib_depth = max_ib_depth   # IB1 (submitted through kgsl's ringbuffer) and IB2 (CP_INDIRECT_BUFFER from an IB1)
     self.marker: int | None = None
@@ -125,7 +128,9 @@ class CP:
       if header >> hw.PKT4_COUNT_PARITY & 1 != hw.odd_parity(count) or header >> hw.PKT4_REG_PARITY & 1 != hw.odd_parity(hw.field(header, *hw.PKT4_PARITY_SPAN)):
         raise CPFault(f"type-4 header {header:#010x} at {at} has a bad parity bit (adreno_pm4types.h pkt_is_type4)")
       payload = self.payload(f, count, f"type-4 write of {count} registers at {reg:#x}")
-      for i, v in enumerate(payload): self.regs[reg + i] = v
+      for i, v in enumerate(payload):
+        self.regs[reg + i] = v
+        if reg + i == self.reg["SP_UPDATE_CNTL"]: self.update_cntl(v)
       f.pos += 1 + count
       return True
     if kind != hw.TYPE7: raise CPFault(f"header {header:#010x} at {at} is type {kind}, not a type-4 or type-7 packet")
@@ -178,11 +183,22 @@ class CP:
     self.frames.append(Frame(words, 0, base))
     return True
 
+  def update_cntl(self, value: int) -> None:
+    """a6xx.xml SP_UPDATE_CNTL "clears pending loads queued up by CP_LOAD_STATE6": CS_STATE the CS textures and
+    samplers, CS_UAV the CS UAVs."""
+    f = hw.fields_of("SP_UPDATE_CNTL", value)
+    if f["CS_STATE"]:
+      self.tables["texture"].clear()
+      self.tables["sampler"].clear()
+    if f["CS_UAV"]: self.tables["uav"].clear()
+
   def load_state(self, p: list[int]) -> bool:
     if not p: raise CPFault("no payload")
     dst, kind, src, block, units = (hw.field(p[0], *f) for f in (hw.LS6_DST_OFF, hw.LS6_STATE_TYPE, hw.LS6_STATE_SRC, hw.LS6_STATE_BLOCK, hw.LS6_NUM_UNIT))
     what = f"{hw.ST6[kind]} {hw.SS6[src]} {hw.SB6.get(block, block)}"
-    if block != hw.SB6_CS_SHADER or kind not in (hw.ST6_SHADER, hw.ST6_CONSTANTS): raise CPFault(f"{what} is not modelled (CS constants and shaders are)")
+    if (table := hw.DESCRIPTOR_TABLES.get((block, kind))) is not None: return self.load_descriptors(p, table, dst, units, src, what)
+    if block != hw.SB6_CS_SHADER or kind not in (hw.ST6_SHADER, hw.ST6_CONSTANTS):
+      raise CPFault(f"{what} is not modelled (CS constants, shaders, textures, samplers and UAVs are)")
     unit = hw.CONST_UNIT_BYTES if kind == hw.ST6_CONSTANTS else hw.SHADER_UNIT_BYTES
     if src == hw.SS6_INDIRECT:
       self.need(p, 3, f"{what} (dword 0 and EXT_SRC_ADDR)")
@@ -196,6 +212,22 @@ class CP:
       if (dst + units) * 4 > len(self.consts): raise CPFault(f"{what}: vec4 {dst}..{dst + units - 1} is past the {len(self.consts) // 4}-vec4 constant file")
       self.consts[dst * 4:(dst + units) * 4] = data
     return True
+
+  def load_descriptors(self, p: list[int], table: str, dst: int, units: int, src: int, what: str) -> bool:
+    """Copy `units` descriptors from memory into slots dst.. of a CS table, remembering where each came from."""
+    if src != hw.SS6_INDIRECT: raise CPFault(f"{what}: {table} descriptors are modelled from memory only (SS6_INDIRECT, as Mesa loads them)")
+    self.need(p, 3, f"{what} (dword 0 and EXT_SRC_ADDR)")
+    if p[1] & 3: raise CPFault(f"EXT_SRC_ADDR {p[1]:#x}: bits 1:0 are not part of the address (EXT_SRC_ADDR 31:2)")
+    n, addr = hw.DESCRIPTOR_DWORDS[table], p[1] | p[2] << 32
+    data = [int(v) for v in self.mem.dwords(addr, units * n, what)]
+    for i in range(units): self.tables[table][dst + i] = Loaded(tuple(data[i * n:(i + 1) * n]), addr + 4 * n * i)
+    return True
+
+  def bindings(self) -> Bindings:
+    """The descriptor state a dispatch starting now sees."""
+    return Bindings(self.fields("SP_CS_CONFIG"), self.fields("SP_CS_TSIZE")["COUNT"], self.fields("SP_CS_USIZE")["COUNT"],
+                    self.fields("SP_MODE_CNTL")["ISAMMODE"], {t: self.value64(reg) for t, (reg, _) in hw.TABLE_BASE.items()},
+                    {t: dict(slots) for t, slots in self.tables.items()})
 
   def exec_cs(self, p: list[int]) -> bool:
     self.need(p, 4, "CP_EXEC_CS (0, NGROUPS_X/Y/Z)")
@@ -220,7 +252,7 @@ class CP:
     try:
       ir3_execute.run_dispatch(code, self.gen, groups, local, self.consts[:constlen * 4].copy(), self.mem, cntl0["FULLREGFOOTPRINT"],
                                cntl0["HALFREGFOOTPRINT"], shared and (shared + 1) * hw.SHARED_SIZE_UNIT or hw.SHARED_SIZE_ALL,
-                               ids["WGIDCONSTID"], ids["LOCALIDREGID"])
+                               ids["WGIDCONSTID"], ids["LOCALIDREGID"], self.bindings())
     except ir3_execute.GPUFault as e: raise CPFault(f"shader fault: {e}", getattr(e, "address", None)) from None
     except ir3_execute.ShaderHazard as e: raise CPFault(f"shader hazard: {e}") from None
     return True

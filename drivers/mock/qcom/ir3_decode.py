@@ -3,16 +3,21 @@ src/freedreno/isa/ir3-common.xml and ir3-cat0.xml .. ir3-cat7.xml (the element e
 it). Every instruction is one 64-bit little-endian word; pattern strings in the XML are written MSB first.
 
 Decoded: cat0 (nop end jump br and the other branch/flow names), cat1 mov/cov (register, const or immediate source),
-every cat2 and cat3 (standard, bit 13 = 0) opcode, cat4 rcp..hexp2, cat6 ldg/ldg.a/stg/stg.a/ldl/stl, cat7 bar/fence.
-Anything else (cat5, relative a0.x addressing, the cat1 multi-movs, other cat6 forms) decodes to an Instr whose
-`error` says why; the executor raises ShaderHazard(pc, error) only if a fiber reaches it.
+every cat2 and cat3 (standard, bit 13 = 0) opcode, cat4 rcp..hexp2, cat5 isam..samgp3 (opcodes 0-23, normal and
+s2en/bindless forms), cat6 ldg/ldg.a/stg/stg.a/ldl/stl and the a6xx stib.b/ldib.b, cat7 bar/fence. Anything else
+(relative a0.x addressing, the cat1 multi-movs, other cat5/cat6 forms) decodes to an Instr whose `error` says why; so
+do the decoded forms the executor does not run (every cat5 but non-bindless 2-D isam, every IBO form but
+stib.b.typed.2d.f32.4.imm). The executor raises ShaderHazard(pc, error) only if a fiber reaches it.
 
 For the RENDERER (facts the text syntax hides):
 - `sel.b32 dst, a, cond, b` writes cond != 0 ? a : b: src2 (the middle operand) is the condition (Mesa
   ir3_compiler_nir.c emit_alu nir_op_b32csel: ir3_SEL_B32(src[1], cond, src[2])).
 - cat6 type 7 prints as `u8_32` (ir3-common.xml <enum name="#type">); 16-bit and u8 loads/stores use half registers
   (<expr name="#type-half">), u8_32 a full one. ldg/stg immediate offsets are signed 13-bit byte offsets.
-- cat3 src2 is always a register; src1/src3 may be a register or a const; cat3 has no immediates (a6xx/a7xx)."""
+- cat3 src2 is always a register; src1/src3 may be a register or a const; cat3 has no immediates (a6xx/a7xx).
+- isam bit 18 (ir3-cat5.xml "1D", shown inverted as `.1d`, "isam.v does not work without it set"): Mesa's compiler
+  leaves it clear for every image load (ir3_compiler_nir.c sets IR3_INSTR_INV_1D only with isam.v), so a 2-D isam
+  runs either way; the model runs both as the same 2-D fetch."""
 from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
@@ -82,7 +87,9 @@ class Instr:
   value for stores); sy/ss/jp/ul/sat/ei: flags; repeat: (rptN); nop: (nopN) delay slots encoded on cat2/cat3;
   branch: relative target (instructions) of cat0 branches; inv: br !p0; offset: cat6 byte offset (a6xx ldg.a/stg.a:
   the immediate added before shifting), shift: ldg.a/stg.a SRC2_SHIFT; count: cat6 components; round: cat1 rounding
-  (0 = default); text: the disassembly as Mesa prints it; error: why this word cannot run (None when it can)."""
+  (0 = default); samp/tex: cat5 s#/t# (normal form); uav: the stib.b/ldib.b IBO slot (immediate form); wrmask: cat5
+  destination components; dims: stib.b/ldib.b coordinate count; text: the disassembly as Mesa prints it; error: why
+  this word cannot run (None when it can)."""
   pc: int
   word: int
   cat: int
@@ -107,6 +114,11 @@ class Instr:
   shift: int = 0
   count: int = 0
   round: int = 0
+  samp: int | None = None
+  tex: int | None = None
+  uav: int | None = None
+  wrmask: int = 0
+  dims: int = 0
   error: str | None = None
 
 def bits(w: int, lo: int, hi: int) -> int: return (w >> lo) & ((1 << (hi - lo + 1)) - 1)
@@ -256,10 +268,87 @@ def _cat4(w: int, pc: int, gen: int) -> dict:
   pre = _flags(w) + ("(sat)" if bit(w, 42) else "") + (f"(rpt{rpt})" if rpt else "") + ("(ul)" if bit(w, 45) else "")
   return dict(name=name, dst=dst, srcs=(src,), repeat=rpt, sat=bit(w, 42), text=f"{pre}{name} {dst}, {src}")
 
+# ir3-cat5.xml: OPC bits 54-58 -> (name, NUM_SRC, HAS_SAMP, HAS_TEX); every one of these has HAS_TYPE
+CAT5 = {0: ("isam", 1, True, True), 1: ("isaml", 2, True, True), 2: ("isamm", 1, True, True), 3: ("sam", 1, True, True),
+        4: ("samb", 2, True, True), 5: ("saml", 2, True, True), 6: ("samgq", 1, True, True), 7: ("getlod", 1, True, True),
+        8: ("conv", 2, True, True), 9: ("convm", 2, True, True), 10: ("getsize", 1, False, True), 11: ("getbuf", 0, False, True),
+        12: ("getpos", 1, False, True), 13: ("getinfo", 0, False, True), 14: ("dsx", 1, False, False), 15: ("dsy", 1, False, False),
+        16: ("gather4r", 1, True, True), 17: ("gather4g", 1, True, True), 18: ("gather4b", 1, True, True),
+        19: ("gather4a", 1, True, True), 20: ("samgp0", 1, True, True), 21: ("samgp1", 1, True, True),
+        22: ("samgp2", 1, True, True), 23: ("samgp3", 1, True, True)}
+BINDLESS_MODES = (1, 2, 3, 5, 6, 7)                                 # <expr name="#cat5-s2enb-is-bindless">
+
+def _cat5(w: int, pc: int, gen: int) -> dict:
+  """ir3-cat5.xml <bitset name="#instruction-cat5">: FULL 0, SRC1 1-8, SRC2 9-16, SAMP 21-24, TEX 25-31, DST 32-39,
+  WRMASK 40-43, TYPE 44-46, 3D 48, A 49, SV 50 (.s; .v on isam), S2EN_BINDLESS 51, O 52, P 53 (isam: SRC2_IMM_OFFSET),
+  OPC 54-58; isam's 1D is bit 18 (bool_inv). The s2en/bindless override (#instruction-cat5-tex-base): BASE_HI 19-20,
+  SRC3 21-28, DESC_MODE 29-31, BASE_LO 47."""
+  opc = bits(w, 54, 58)
+  if opc not in CAT5: raise Undecodable(f"cat5 opcode {opc} is not modelled (isam..samgp3 are)")
+  name, nsrc, has_samp, has_tex = CAT5[opc]
+  isam, t, full, s2en = opc == 0, bits(w, 44, 46), bit(w, 0), bit(w, 51)
+  if not isam and bit(w, 18): raise Undecodable("cat5 bit 18 is set outside isam (ir3-cat5.xml pattern 0)")
+  sfx = "".join(s for s, b in ((".3d", 48), (".a", 49), (".o", 52)) if bit(w, b))
+  sfx += (".p" if not isam and bit(w, 53) else "") + ((".v" if isam else ".s") if bit(w, 50) else "")
+  tail = (".1d" if isam and not bit(w, 18) else "") + (".rck" if t == 7 else "")
+  mask = bits(w, 40, 43)
+  dst = gpr(bits(w, 32, 39), is_half_type(t))
+  srcs = (gpr(bits(w, 1, 8), not full),) if nsrc else ()
+  shown = "".join(f", {o}" for o in srcs)
+  if bit(w, 52) or nsrc > 1:
+    srcs += (gpr(bits(w, 9, 16), not full),)
+    shown += f", {srcs[-1]}"
+  elif isam and bit(w, 53): shown += _off(bits(w, 9, 16))                       # #cat5-src2 SRC2_IMM_OFFSET: uoffset
+  samp = tex = None
+  if not s2en:
+    samp, tex = bits(w, 21, 24) if has_samp else None, bits(w, 25, 31) if has_tex else None
+    shown += (f", s#{samp}" if has_samp else "") + (f", t#{tex}" if has_tex else "")
+  else:
+    mode, base, src3 = bits(w, 29, 31), bits(w, 19, 20) * 2 | bit(w, 47), bits(w, 21, 28)
+    bindless = mode in BINDLESS_MODES
+    sfx += (".s2en" if mode < 6 else "") + (".uniform" if mode in (0, 1, 5) else ".nonuniform" if mode in (2, 3, 4) else "")
+    sfx += f".base{base}" if bindless else ""
+    if mode < 6: shown += f", {gpr(src3, not bindless)}"                          # #cat5-src3: the index register
+    elif mode == 7 and gen < 7: shown += f", s#{src3}" if has_samp else ""        # a1.x holds the texture on a6xx
+    elif mode == 7: shown += f", t#{src3}" if has_tex else ""                     # and the sampler on a7xx
+    else: shown += (f", s#{src3 & 15}" if has_samp else "") + (f", t#{src3 >> 4}" if has_tex else "")
+    shown += ", a1.x" if mode in (1, 3, 7) else ""
+  typ = f"({TYPES[t]})" if t != 7 else ""
+  text = f"{_flags(w, ss=False)}{name}{sfx}{tail} {typ}({''.join(c for i, c in enumerate(SWIZ) if mask >> i & 1)}){dst}{shown}"
+  runs = isam and not (s2en or sfx) and t in (0, 1) and mask == 0xF and full
+  error = None if runs else f"{text}: not modelled (only non-bindless 2-D isam (f32|f16)(xyzw) with full coordinates runs)"
+  return dict(name=name, type=TYPES[t], dst=dst, srcs=srcs, samp=samp, tex=tex, wrmask=mask, text=text, error=error)
+
+# ir3-cat6.xml "#instruction-cat6-a6xx-ibo-load-store": OPC bits 14-19 -> name; #cat6-src-mode
+IBO_OPC = {0b011101: "stib.b", 0b000110: "ldib.b"}
+IBO_MODES = ("imm", "uniform", "nonuniform")
+
+def _ibo(w: int, name: str) -> dict:
+  """ir3-cat6.xml "#instruction-cat6-a6xx-base" + "-ibo-base" + "-ibo-load-store": BASE 1-3, OFFSET_HI 4-5, MODE 6-7,
+  BINDLESS 8, D_MINUS_ONE 9-10, TYPED 11, TYPE_SIZE_MINUS_ONE 12-13, OPC 14-19, 20-22 = 110, HAS_OFFSET 23, SRC2 24-31
+  (coordinates), SRC1 32-39 (stored value / loaded destination), RCK 40, SSBO 41-48 (immediate when MODE is imm),
+  TYPE 49-51, 52-53 = 10, OFFSET_LO 54-58."""
+  mode, t = bits(w, 6, 7), bits(w, 49, 51)
+  if mode == 3: raise Undecodable("IBO MODE 3 is not in <enum name=\"#cat6-src-mode\">")
+  dims, size, typed, bindless = bits(w, 9, 10) + 1, bits(w, 12, 13) + 1, bit(w, 11), bit(w, 8)
+  off = (bits(w, 4, 5) << 5 | bits(w, 54, 58)) if bit(w, 23) else 0
+  value, coords = gpr(bits(w, 32, 39), is_half_type(t)), Operand("reg", bits(w, 24, 31))
+  slot = bits(w, 41, 48)
+  sfx = f".{'typed' if typed else 'untyped'}.{dims}d.{TYPES[t]}{'.rck' if bit(w, 40) else ''}.{size}.{IBO_MODES[mode]}"
+  sfx += f".base{bits(w, 1, 3)}" if bindless else ""
+  text = f"{_flags(w, ss=False)}{name}{sfx} {value}, {coords}{_off(off)}, {slot if mode == 0 else Operand('reg', slot)}"
+  runs = name == "stib.b" and sfx == ".typed.2d.f32.4.imm" and not off
+  error = None if runs else f"{text}: not modelled (only stib.b.typed.2d.f32.4.imm without offset runs)"
+  common = dict(name=name, type=TYPES[t], uav=slot if mode == 0 else None, count=size, dims=dims, offset=off, text=text, error=error)
+  return common | (dict(srcs=(coords, value)) if name == "stib.b" else dict(dst=value, srcs=(coords,)))
+
 def _off(v: int) -> str: return f"+{v}" if v > 0 else f"-{-v}" if v < 0 else ""   # the "offset" field type
 
 def _cat6(w: int, pc: int, gen: int) -> dict:
   """ir3-cat6.xml <bitset name="#instruction-cat6-a3xx">: TYPE 49-51, OPC 54-58, JP 59, SY 60 (cat6 has no (ss))."""
+  if bit(w, 53) and not bit(w, 52) and bits(w, 20, 22) == 0b110 and bits(w, 14, 19) in IBO_OPC:
+    if bits(w, 14, 19) == 0b011101 and bit(w, 0): raise Undecodable("stib.b with bit 0 set (ir3-cat6.xml pattern 0)")
+    return _ibo(w, IBO_OPC[bits(w, 14, 19)])
   opc, t = bits(w, 54, 58), bits(w, 49, 51)
   ty, th = TYPES[t], is_half_type(t)
   pre = _flags(w, ss=False)
@@ -322,7 +411,7 @@ def _cat7(w: int, pc: int, gen: int) -> dict:
   sfx = "".join(s for s, b in ((".g", 54), (".l", 53), (".r", 52), (".w", 51)) if bit(w, b))
   return dict(name=name, text=f"{_flags(w)}{name}{sfx}")
 
-DECODERS = {0: _cat0, 1: _cat1, 2: _cat2, 3: _cat3, 4: _cat4, 6: _cat6, 7: _cat7}
+DECODERS = {0: _cat0, 1: _cat1, 2: _cat2, 3: _cat3, 4: _cat4, 5: _cat5, 6: _cat6, 7: _cat7}
 
 def decode(word: int, pc: int = 0, gen: int = 6) -> Instr:
   """Decode one 64-bit word (the instruction at index pc) for Adreno generation gen (6 = a6xx, 7 = a7xx); a word
@@ -330,7 +419,6 @@ def decode(word: int, pc: int = 0, gen: int = 6) -> Instr:
   cat = word >> 61
   common = dict(pc=pc, word=word, cat=cat, sy=bit(word, 60), jp=bit(word, 59), ss=bit(word, 44) and cat not in (5, 6))
   try:
-    if cat not in DECODERS: raise Undecodable(f"category {cat} (texture/sampler) instructions are not modelled")
     return Instr(**common, **DECODERS[cat](word, pc, gen))
   except Undecodable as e:
     return Instr(**common, name="?", text=f"{word:016x}", error=f"word {word:#018x} cannot run: {e}")

@@ -2,19 +2,23 @@
 the driver loaded (decoded once per code blob by ir3_decode), vectorised with numpy: each register component is one
 array over the fibers of a batch of workgroups, each fiber has its own PC, and every step runs the fibers whose PC is
 lowest, so fibers that diverged at a `br` meet again where their paths join. `bar` holds a fiber until no fiber of its
-workgroup is still running; `end` retires it. Semantics: ir3_alu (ALU), ir3_memory (cat6); sync rules: ir3_hazards.
+workgroup is still running; `end` retires it. Semantics: ir3_alu (ALU), ir3_memory (cat6 global/local memory),
+ir3_image (isam, stib.b against descriptors.Bindings); sync rules: ir3_hazards.
 
-Sync rules worth knowing, each following Mesa (ir3_legalize.c legalize_block, ir3.h is_local_mem_load):
-ldl results need (ss), not (sy) (only ldg results need (sy)); registers read by cat4/cat6 instructions need (ss) before
-they are rewritten; the first instruction after `bar`/`fence` other than nop needs (ss) and (sy) (cat6 has no (ss)
-bit: put `(ss)(sy)nop` after the barrier). No rule orders a fiber's own stl before its ldl. (rptN) runs on nop only.
-A half-precision read of a const (hcN.c) takes the low 16 bits of that 32-bit const, as does a half immediate."""
+Sync rules worth knowing, each following Mesa (ir3_legalize.c legalize_block, ir3.h is_local_mem_load/is_sy_producer):
+ldl results need (ss), not (sy) (ldg and isam results need (sy)); registers read by cat4/cat5/cat6 instructions need
+(ss) before they are rewritten, or (sy) where the reader was ldg or isam; the first instruction after `bar`/`fence`
+other than nop needs (ss) and (sy) (cat5 and cat6 have no (ss) bit: put `(ss)(sy)nop` after the barrier). No rule
+orders a fiber's own stl before its ldl. (rptN) runs on nop only. A half-precision read of a const (hcN.c) takes the
+low 16 bits of that 32-bit const, as does a half immediate."""
 from __future__ import annotations
 import numpy as np
 from drivers.mock.qcom import ir3_alu as alu
 from drivers.mock.qcom.ir3_decode import CAT3, FLUT, Instr, Operand, decode_program
 from drivers.mock.qcom.ir3_faults import GPUFault, ShaderHazard
-from drivers.mock.qcom.ir3_hazards import Hazards, need
+from drivers.mock.qcom.descriptors import Bindings
+from drivers.mock.qcom.ir3_hazards import Hazards, need, war_kind
+from drivers.mock.qcom.ir3_image import OPS as IMAGE_OPS
 from drivers.mock.qcom.ir3_memory import OPS as MEMORY_OPS
 
 __all__ = ["run_dispatch", "ShaderHazard", "GPUFault"]
@@ -23,28 +27,33 @@ STEP_LIMIT = 1_000_000
 _NO_PC = np.iinfo(np.int64).max  # the PC a fiber that is not ready sorts at
 UNUSED_REGID = 0xFC                                                  # a6xx.xml: regid 0xfc = not written
 CAT3_FULL = dict(CAT3.values())                                      # ir3-cat3.xml: each opcode's FULL
+OPS = {**MEMORY_OPS, **IMAGE_OPS}                                    # cat5/cat6 instructions by decoded name
 
 def run_dispatch(code: bytes, gen: int, groups: tuple[int, int, int], local: tuple[int, int, int], consts: np.ndarray,
-                 memory, full_regs: int, half_regs: int, shared_bytes: int, wgid_regid: int, localid_regid: int) -> None:
-  """Execute every fiber of the dispatch; ShaderHazard or GPUFault on the first violation."""
+                 memory, full_regs: int, half_regs: int, shared_bytes: int, wgid_regid: int, localid_regid: int,
+                 bindings: Bindings | None = None) -> None:
+  """Execute every fiber of the dispatch; ShaderHazard or GPUFault on the first violation. `bindings`: the texture,
+  sampler and UAV state (none loaded and SP_CS_CONFIG 0 when omitted)."""
   program = decode_program(bytes(code), gen)
   lx, ly, lz = local
   per_group = lx * ly * lz
   ids = [(x, y, z) for z in range(groups[2]) for y in range(groups[1]) for x in range(groups[0])]
   step = max(1, BATCH_FIBERS // max(1, per_group))
   consts = np.asarray(consts, np.uint32).ravel()
+  bindings = bindings if bindings is not None else Bindings()
   with np.errstate(all="ignore"):
     for start in range(0, len(ids), step):
-      b = _Batch(program, gen, ids[start:start + step], local, consts, memory, full_regs, half_regs, shared_bytes)
+      b = _Batch(program, gen, ids[start:start + step], local, consts, memory, full_regs, half_regs, shared_bytes, bindings)
       b.initial(wgid_regid, localid_regid)
       b.run()
 
 class _Batch:
   """The fibers of a few workgroups: register files, per-fiber PC and state, local memory, sync bookkeeping."""
   def __init__(self, program: tuple[Instr, ...], gen: int, ids: list, local: tuple, consts: np.ndarray, memory,
-               full_regs: int, half_regs: int, shared_bytes: int):
+               full_regs: int, half_regs: int, shared_bytes: int, bindings: Bindings):
     per = local[0] * local[1] * local[2]
     self.program, self.gen, self.ids, self.local, self.consts, self.memory = program, gen, ids, local, consts, memory
+    self.bindings = bindings
     self.n = n = len(ids) * per
     self.full = np.zeros((full_regs * 4, n), np.uint32)
     self.half = np.zeros((half_regs * 4, n), np.uint16)
@@ -134,8 +143,8 @@ class _Batch:
     self.hz.produced(ins, op.kind, rows, sel)
 
   def consume(self, ins: Instr, op: Operand, sel, count: int) -> None:
-    """A cat4/cat6 source register: marked after the instruction (it may overwrite its own source)."""
-    if op.kind in ("reg", "half"): self.pending.append((op.kind, range(op.num, op.num + count), sel))
+    """A cat4/cat5/cat6 source register: marked after the instruction (it may overwrite its own source)."""
+    if op.kind in ("reg", "half"): self.pending.append((op.kind, range(op.num, op.num + count), sel, war_kind(ins)))
 
   # execution
   def step(self, ins: Instr, sel) -> None:
@@ -148,11 +157,11 @@ class _Batch:
     elif ins.cat == 2: self._cat2(ins, sel)
     elif ins.cat == 3: self._cat3(ins, sel)
     elif ins.cat == 4: self._cat4(ins, sel)
-    elif ins.cat == 6: MEMORY_OPS[ins.name](self, ins, sel)
+    elif ins.cat in (5, 6): OPS[ins.name](self, ins, sel)
     elif ins.cat == 7:
       if ins.name == "bar": self.waiting[sel] = True
       self.hz.barrier(sel)
-    for kind, rows, s in self.pending: self.hz.consumed(kind, rows, s)
+    for kind, rows, s, war in self.pending: self.hz.consumed(kind, rows, s, war)
     self.pending.clear()
     self.hz.advance(ins, sel)
     if nxt is not None: self.pc[sel] = nxt

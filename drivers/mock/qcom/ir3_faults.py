@@ -1,6 +1,6 @@
 """The two ways a dispatch stops in the ir3 model: a shader that breaks an ISA rule (ShaderHazard, raised by the
-decoder and the executor) and a memory access outside what the GPU may reach (GPUFault, raised by the memory model
-or by local-memory accesses). Both are re-exported by ir3_execute."""
+decoder and the executor) and a memory access outside what the GPU may reach (GPUFault, raised by the memory model,
+by local-memory accesses and by isam/stib.b against the descriptor state). Both are re-exported by ir3_execute."""
 from __future__ import annotations
 
 class ShaderHazard(Exception):
@@ -11,7 +11,8 @@ class ShaderHazard(Exception):
     self.pc, self.message = pc, message
 
 class GPUFault(Exception):
-  """A load or store at `address` that no allocation (or no byte of workgroup-local memory) holds."""
+  """A load or store at `address` that no allocation (or no byte of workgroup-local memory) holds, or an image access
+  the loaded descriptor state does not allow (`address`: the descriptor's or the image's)."""
   def __init__(self, address: int, message: str):
     super().__init__(f"GPU fault at {address:#x}: {message}")
     self.address, self.message = address, message

@@ -48,9 +48,16 @@ SS6 = {0: "SS6_DIRECT", 1: "SS6_BINDLESS", 2: "SS6_INDIRECT", 3: "SS6_UBO"}     
 SB6 = {0: "SB6_VS_TEX", 1: "SB6_HS_TEX", 2: "SB6_DS_TEX", 3: "SB6_GS_TEX", 4: "SB6_FS_TEX", 5: "SB6_CS_TEX",
        8: "SB6_VS_SHADER", 9: "SB6_HS_SHADER", 10: "SB6_DS_SHADER", 11: "SB6_GS_SHADER", 12: "SB6_FS_SHADER",
        13: "SB6_CS_SHADER", 14: "SB6_UAV", 15: "SB6_CS_UAV"}                                # a6xx_state_block
-ST6_SHADER, ST6_CONSTANTS, SS6_DIRECT, SS6_INDIRECT, SB6_CS_SHADER = 0, 1, 0, 2, 13
+ST6_SHADER, ST6_CONSTANTS, ST6_UAV, SS6_DIRECT, SS6_INDIRECT, SB6_CS_TEX, SB6_CS_SHADER = 0, 1, 3, 0, 2, 5, 13
 CONST_UNIT_BYTES = 16                        # constants load in vec4 units
 SHADER_UNIT_BYTES = 128                      # ir3_compiler.c: instr_align 16 instructions (8 bytes each) on a6xx/a7xx
+# the CS descriptor tables a CP_LOAD_STATE6_FRAG fills, by (STATE_BLOCK, STATE_TYPE), and each unit's size in dwords:
+# gallium fd6_texture.cc build_texture_state (SB6_CS_TEX: ST6_SHADER samplers of 4 dwords, ST6_CONSTANTS texture
+# descriptors of 16) and computerator a6xx.cc cs_ibo_emit (ST6_UAV / SB6_CS_SHADER: 16-dword IBO descriptors)
+DESCRIPTOR_TABLES = {(SB6_CS_TEX, ST6_SHADER): "sampler", (SB6_CS_TEX, ST6_CONSTANTS): "texture", (SB6_CS_SHADER, ST6_UAV): "uav"}
+DESCRIPTOR_DWORDS = {"sampler": 4, "texture": 16, "uav": 16}
+# the register that holds each table's address and its alignment (a6xx.xml reg64 align=)
+TABLE_BASE = {"sampler": ("SP_CS_SAMPLER_BASE", 16), "texture": ("SP_CS_TEXMEMOBJ_BASE", 64), "uav": ("SP_CS_UAV_BASE", 16)}
 CONST_FILE_VEC4 = {6: 256, 7: 512}           # a6xx.xml a6xx_const_ram_mode: CONSTLEN_256, CONSTLEN_512 "a7xx only"
 
 # CP_EVENT_WRITE (a6xx) dword 0: EVENT 7:0, TIMESTAMP b30 (write the timestamp instead of the value)
@@ -120,8 +127,11 @@ FIELDS = {
   "SP_CS_CONFIG": {"BINDLESS_TEX": (0, 1), "BINDLESS_SAMP": (1, 1), "BINDLESS_UAV": (2, 1), "BINDLESS_UBO": (3, 1),
                    "ENABLED": (8, 1), "NTEX": (9, 8), "NSAMP": (17, 5), "NUAV": (22, 7)},        # a6xx_sp_xs_config
   "SP_UPDATE_CNTL": {"CS_STATE": (5, 1), "CS_UAV": (6, 1), "CS_BINDLESS": (9, 5)},
+  "SP_MODE_CNTL": {"CONSTANT_DEMOTION_ENABLE": (0, 1), "ISAMMODE": (1, 2), "SHARED_CONSTS_ENABLE": (3, 1)},
+  "SP_CS_TSIZE": {"COUNT": (0, 8)}, "SP_CS_USIZE": {"COUNT": (0, 7)},                            # reg32 low=0 high=7 / high=6
   "SP_CS_WGE_CNTL": {"LINEARLOCALIDREGID": (0, 8), "THREADSIZE": (9, 1)},                       # THREADSIZE "Must match SP_CS_CTRL"
 }
+ISAM_MODES = {1: "ISAMMODE_CL", 2: "ISAMMODE_GL"}   # a6xx.xml <enum name="a6xx_isam_mode">
 CONSTANT_RAM_VEC4 = {0: 128, 1: 192, 2: 256, 3: 512}   # a6xx_const_ram_mode: CONSTLEN_128 .. CONSTLEN_512
 CONSTLEN_SHR = 2                             # a6xx_xs_const_config CONSTLEN shr="2": the field holds vec4 count / 4
 SHARED_SIZE_UNIT, SHARED_SIZE_ALL = 1024, 32 * 1024  # SP_CS_CNTL_1 SHARED_SIZE: 0 = all 32k, else (SHARED_SIZE + 1) * 1k

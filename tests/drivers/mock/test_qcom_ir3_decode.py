@@ -95,7 +95,7 @@ def test_same_word_differs_between_a6xx_and_a7xx():
   assert d(w, 7).offset == 2
 
 @pytest.mark.parametrize("word,why", [
-  ("a0c01f04_0cc00005", "category 5"),                          # sam (f32)(xyzw)r1.x, r0.z, s#6, t#6
+  ("a7c03102_00100003", "cat5 opcode 31"),                      # brcst.active.w8 (u32)(x)r0.z, r0.y
   ("20156004_00000c11", "relative"),                            # (ul)mov.s32s32 r1.x, c<a0.x + 17>
   ("40104002_0c210001", "relative"),                            # add.f hr0.z, r0.y, c<a0.x + 33>
   ("240cc004_00030201", "swz/gat/sct"),                         # swz.u32u32 r1.x, r0.w, r0.y, r0.z
@@ -105,6 +105,76 @@ def test_undecodable_words_raise_shader_hazard_naming_the_word(word, why):
   w = int(word.replace("_", ""), 16)
   assert decode(w, 9).error and why in decode(w, 9).error
   with pytest.raises(ShaderHazard, match=rf"ir3 pc 9: word {w:#018x} cannot run: .*{why}"): decode_checked(w, 9)
+
+# Mesa disasm.c cat5 and a6xx IBO (stib.b/ldib.b) entries: decoded to Mesa's text; only the forms the executor runs
+# (non-bindless isam, stib.b.typed.2d.f32.4.imm) have no error -- none of Mesa's words is one of those.
+TEXTURE_VECTORS = [
+  (6, "a3801102_00000001", "dsx (f32)(x)r0.z, r0.x"), (6, "a3c01102_00000001", "dsy (f32)(x)r0.z, r0.x"),
+  (6, "a2802f00_00000001", "getsize (u16)(xyzw)hr0.x, r0.x, t#0"),
+  (6, "a0c89f04_c4600005", "sam.base1 (f32)(xyzw)r1.x, r0.z, s#3, t#2"),
+  (6, "a1c85f00_c0200005", "getlod.base0 (s32)(xyzw)r0.x, r0.z, s#1, t#0"),
+  (6, "a1000f00_00000004", "samb (f16)(xyzw)hr0.x, hr0.z, hr0.x, s#0, t#0"),
+  (6, "a1000f00_00000003", "samb (f16)(xyzw)hr0.x, r0.y, r0.x, s#0, t#0"),
+  (6, "a0c00f00_04400002", "sam (f16)(xyzw)hr0.x, hr0.y, s#2, t#2"), (6, "a3482f08_c0000000", "getinfo.base0 (u16)(xyzw)hr2.x, t#0"),
+  (6, "a0c81f00_e0200005", "sam.base0 (f32)(xyzw)r0.x, r0.z, s#1, a1.x"), (6, "a0c81108_e2000001", "sam.base0 (f32)(x)r2.x, r0.x, s#16, a1.x"),
+  (6, "a048d107_cc080a07", "isaml.base3 (s32)(x)r1.w, r0.w, r1.y, s#0, t#6"),
+  (6, "a048d107_e0080a07", "isaml.base3 (s32)(x)r1.w, r0.w, r1.y, s#0, a1.x"),
+  (6, "a1481606_e4803035", "saml.base0 (f32)(yz)r1.z, r6.z, r6.x, s#36, a1.x"),
+  (6, "a0c89707_20a00005", "sam.s2en.uniform.base1 (f32)(xyz)r1.w, r0.z, r1.y, a1.x"),
+  (6, "a1489f34_25e06e07", "saml.s2en.uniform.base1 (f32)(xyzw)r13.x, r0.w, r13.w, r11.w, a1.x"),
+  (7, "a0081f02_e2040001", "isam.base0 (f32)(xyzw)r0.z, r0.x, t#16, a1.x"),
+  (7, "a0081f02_e2000001", "isam.base0.1d (f32)(xyzw)r0.z, r0.x, t#16, a1.x"),
+  (7, "a148310d_e028302c", "saml.base2 (u32)(x)r3.y, hr5.z, hr6.x, t#1, a1.x"),
+  (7, "a00c3101_c2040001", "isam.v.base0 (u32)(x)r0.y, r0.x, s#0, t#1"), (7, "a00c3101_c2000001", "isam.v.base0.1d (u32)(x)r0.y, r0.x, s#0, t#1"),
+  (7, "a02c3f06_c2041003", "isam.v.base0 (u32)(xyzw)r1.z, r0.y+8, s#0, t#1"),
+  (7, "a02c3f05_a1240601", "isam.v.s2en.uniform.base0 (u32)(xyzw)r1.y, r0.x+3, r2.y"),
+  (6, "a0c01f04_0cc00005", "sam (f32)(xyzw)r1.x, r0.z, s#6, t#6"),
+  (6, "a0c81f07_0100000b", "sam.s2en.uniform (f32)(xyzw)r1.w, r1.y, hr2.x"),
+  (6, "a0c81f07_8100000b", "sam.s2en.nonuniform (f32)(xyzw)r1.w, r1.y, hr2.x"),
+  (6, "a0481f00_40000405", "isaml.s2en.nonuniform.base0 (f32)(xyzw)r0.x, r0.z, r0.z, r0.x"),
+  (6, "a0c81f00_40000005", "sam.s2en.nonuniform.base0 (f32)(xyzw)r0.x, r0.z, r0.x"),
+  (6, "c0260200_03676100", "stib.b.untyped.1d.u32.3.imm.base0 r0.x, r0.w, 1"),
+  (6, "c0240402_00674100", "stib.b.untyped.1d.u16.1.imm.base0 hr0.z, r0.x, 2"),
+  (6, "c0220200_0361b800", "ldib.b.typed.1d.f32.4.imm r0.x, r0.w, 1"),
+  (7, "d1260406_00e77100", "(sy)stib.b.untyped.1d.u32.4.imm.base0 r1.z, r0.x+4, 2"),
+  (7, "c3260002_01e1b100", "ldib.b.untyped.1d.u32.4.imm.base0 r0.z, r0.y+12, 0"),
+  (7, "c7661840_4de74144", "stib.b.untyped.1d.u32.1.uniform.base2 r16.x, r19.y+29, r3.x"),
+  (6, "c0260c0a_0a61b180", "ldib.b.untyped.1d.u32.4.nonuniform.base0 r2.z, r2.z, r1.z"),
+  (6, "d0260e0a_09677180", "(sy)stib.b.untyped.1d.u32.4.nonuniform.base0 r2.z, r2.y, r1.w"),
+]
+
+@pytest.mark.parametrize("gen,word,text", TEXTURE_VECTORS)
+def test_texture_and_ibo_text_matches_mesa_disasm(gen, word, text):
+  ins = decode(int(word.replace("_", ""), 16), 0, gen)
+  assert ins.text == text
+  assert ins.error == f"{text}: not modelled (" + ("only non-bindless 2-D isam (f32|f16)(xyzw) with full coordinates runs)"
+                                                   if ins.cat == 5 else "only stib.b.typed.2d.f32.4.imm without offset runs)")
+
+def test_texture_and_ibo_fields_behind_the_text():
+  d = lambda word, gen=6: decode(int(word.replace("_", ""), 16), 3, gen)   # these forms decode but do not run
+  i = d("a0c01f04_0cc00005")                                   # sam (f32)(xyzw)r1.x, r0.z, s#6, t#6
+  assert (i.cat, i.name, i.type, i.wrmask, i.dst.num, i.srcs[0].num, i.samp, i.tex) == (5, "sam", "f32", 15, 4, 2, 6, 6)
+  i = d("a0c00f00_04400002")                                   # sam (f16)(xyzw)hr0.x, hr0.y, s#2, t#2: FULL = 0
+  assert (i.dst.kind, i.srcs[0].kind, i.samp, i.tex) == ("half", "half", 2, 2)
+  i = d("d0260e0a_09677180")                                   # (sy)stib.b...nonuniform.base0 r2.z, r2.y, r1.w
+  assert (i.cat, i.name, i.sy, i.ss, i.uav, i.count, i.dims) == (6, "stib.b", True, False, None, 4, 1)
+  assert [s.num for s in i.srcs] == [9, 10]                    # coordinate (SRC2) first, then the value (SRC1)
+  i = d("c0260200_03676100")                                   # stib.b.untyped.1d.u32.3.imm.base0 r0.x, r0.w, 1
+  assert (i.uav, i.count, i.type) == (1, 3, "u32")
+  i = d("d1260406_00e77100", 7)                                # (sy)stib.b...imm.base0 r1.z, r0.x+4, 2: OFFSET_LO 54-58
+  assert (i.offset, i.uav) == (4, 2)
+  # DESC_MODE 7 (CAT5_BINDLESS_A1_IMM): SRC3 is the sampler on a6xx, the texture on a7xx (#cat5-s2enb-uses_a1-gen6/7)
+  assert d("a0c81f00_e0200005", 7).text == "sam.base0 (f32)(xyzw)r0.x, r0.z, t#1, a1.x"
+
+@pytest.mark.parametrize("gen", [6, 7])
+@pytest.mark.parametrize("text,samp,tex,uav", [("isam (f32)(xyzw)r2.x, r0.x, s#0, t#1", 0, 1, None),
+                                               ("(sy)(jp)isam (f16)(xyzw)hr1.z, r3.y, s#15, t#127", 15, 127, None),
+                                               ("stib.b.typed.2d.f32.4.imm r4.x, r1.x, 3", None, None, 3),
+                                               ("(sy)stib.b.typed.2d.f32.4.imm r0.y, r47.z, 255", None, None, 255)])
+def test_assembled_isam_and_stib_decode_to_their_text_and_run(gen, text, samp, tex, uav):
+  from codegen.ir3_assembler import assemble
+  ins = decode(int.from_bytes(assemble(text, gen), "little"), 0, gen)
+  assert ins.text == text and ins.error is None and (ins.samp, ins.tex, ins.uav) == (samp, tex, uav)
 
 def test_program_is_decoded_once_per_blob():
   blob = bytes.fromhex("0000000000000000" + "0000000000000003")     # nop; end (little-endian words)

@@ -251,6 +251,15 @@ def test_rewriting_a_cat6_source_before_ss_raises():
   prog = [mov(r(6), 0, kind=2), nop(rpt=5), stl(r(6), r(6)), mov(r(6), 4, kind=2), end()]
   with pytest.raises(ShaderHazard, match=r"overwrites r6\.x still read by an earlier cat4/cat5/cat6"): run(prog, shared=16)
 
+@pytest.mark.parametrize("flags,ok", [(0, False), (SY, True), (SS, True)])
+def test_ldg_address_may_be_rewritten_after_sy_or_ss(flags, ok):
+  """ir3_legalize.c: the sources of a (sy) producer (ldg, is_sy_producer) wait in needs_ss_or_sy_war, ended by either."""
+  prog = index_address(r(3), 2, 0) + [ldg(r(6), r(3)), mov(r(3), 0, kind=2, flags=flags), end()]
+  if ok: run(prog, Memory(BASE, np.zeros(256, np.uint8)), consts=consts_for(BASE))
+  else:
+    with pytest.raises(ShaderHazard, match=r"overwrites r3\.x still read .* without \(ss\) or \(sy\)"):
+      run(prog, Memory(BASE, np.zeros(256, np.uint8)), consts=consts_for(BASE))
+
 def test_missing_ss_sy_after_bar_raises():
   prog = [bar(), mov(r(6), 0, kind=2), end()]
   with pytest.raises(ShaderHazard, match=r"after a barrier lacks \(ss\) and \(sy\)"): run(prog)
@@ -292,7 +301,7 @@ def test_local_memory_out_of_range_is_a_fault():
 
 def test_const_beyond_upload_and_undecodable_word_raise():
   with pytest.raises(ShaderHazard, match=r"c1\.x is beyond the 4 uploaded constants"): run([mov(r(6), 4, kind=1), end()])
-  with pytest.raises(ShaderHazard, match=r"word 0xa000000000000000 cannot run"): run([0xA000000000000000, end()])
+  with pytest.raises(ShaderHazard, match=r"word 0xa7c0000000000000 cannot run: cat5 opcode 31"): run([0xA7C0000000000000, end()])
 
 def test_decoded_once_per_blob():
   from drivers.mock.qcom.ir3_decode import decode_program
