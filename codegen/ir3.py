@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
+from ir.symbolic import is_multiple_of
 from codegen.renderer import Renderer
 
 NUM_REGS = 48                      # r0..r47 and hr0..hr47 (the registers a kernel may use)
@@ -53,6 +54,15 @@ RCP_SCALE = 0x3F7FFFF0             # 1 - 2^-20 as float32: makes the reciprocal 
 def f32_bits(x: float) -> int:
   try: return struct.unpack("<I", struct.pack("<f", x))[0]
   except OverflowError: return 0x7F800000 | (0x80000000 if x < 0 else 0)
+
+def image_slots(uops: list[UOp]) -> tuple[list[UOp], list[UOp]]:
+  """The image buffers (DEFINE_GLOBALs) a kernel reads as textures t#0, t#1, ... and writes as IBOs 0, 1, ...: the
+  binding the renderer uses and the driver builds descriptors for. TypeError for an image both read and written."""
+  written = {u.src[0] for u in uops if u.op is Ops.STORE and len(u.src) >= 3}
+  read = {u.src[0] for u in uops if u.op is Ops.LOAD and len(u.src) >= 2}
+  images = [u for u in uops if u.op is Ops.DEFINE_GLOBAL and u.dtype.image]
+  if both := [g.arg for g in images if g in written and g in read]: raise TypeError(f"buffer {both[0]} is an image: a kernel can read it or write it, not both")
+  return [g for g in images if g not in written], [g for g in images if g in written]
 
 def check_dtype(dt: DType) -> None:
   if dt.scalar in UNSUPPORTED: raise TypeError(f"the IR3 renderer has no {dt.scalar}: QCOM runs no 64-bit kernels")
@@ -92,8 +102,8 @@ class Ins:
   name: str
   dsts: list = field(default_factory=list)
   srcs: list = field(default_factory=list)
-  form: str = "alu"          # alu | ldg | stg | ldl | stl | br | bare | label
-  off: int = 0               # ldg/stg/ldl/stl immediate byte offset
+  form: str = "alu"          # alu | ldg | stg | ldl | stl | isam | stib | br | bare | label
+  off: int = 0               # ldg/stg/ldl/stl immediate byte offset; isam's texture t#, stib's IBO slot
   target: str = ""           # br: label; label: its name
   flags: str = ""
   nop: int = 0
@@ -101,7 +111,8 @@ class Ins:
   @property
   def cat(self) -> int:  # the instruction category: src/freedreno/isa/ir3-cat0.xml .. ir3-cat7.xml
     if self.form in ("br", "bare") and self.name in ("nop", "end", "br"): return 0
-    if self.form in ("ldg", "stg", "ldl", "stl"): return 6
+    if self.form == "isam": return 5
+    if self.form in ("ldg", "stg", "ldl", "stl", "stib"): return 6
     if self.name.startswith(("bar", "fence")): return 7
     if self.name in ("rcp", "rsq", "log2", "exp2", "sin", "cos", "sqrt"): return 4
     if self.name.startswith(("mov.", "cov.")): return 1
@@ -116,6 +127,8 @@ class Ins:
     if self.form == "stg": return f"{pre}{self.name} g[{at}], {s[1]}, 1"
     if self.form == "ldl": return f"{pre}{self.name} {d[0]}, l[{at}], 1"
     if self.form == "stl": return f"{pre}{self.name} l[{at}], {s[1]}, 1"
+    if self.form == "isam": return f"{pre}isam (f32)(xyzw){d[0]}, {s[0]}, s#0, t#{self.off}"
+    if self.form == "stib": return f"{pre}stib.b.typed.2d.f32.4.imm {s[0]}, {s[1]}, {self.off}"
     if self.form == "br": return f"{pre}br {s[0]}, #{self.target}"
     return f"{pre}{self.name}"
 
@@ -139,6 +152,8 @@ class _Kernel:
     self.locals: dict[UOp, int] = {}  # DEFINE_LOCAL -> byte offset
     self.labels = 0
     self.loops: dict[UOp, tuple[str, str]] = {}
+    self.slots: dict[UOp, int] = {}   # an image DEFINE_GLOBAL -> its texture t# (read) or IBO slot (written)
+    self.written: set[UOp] = set()    # the images written (IBOs)
 
   # ---- emission helpers ----
   def emit(self, name: str, dsts: list, srcs: list, **kw) -> Ins:
@@ -186,9 +201,9 @@ class _Kernel:
   def render(self, uops: list[UOp]) -> str:
     for u in uops:
       check_dtype(u.dtype)
-      if u.op is Ops.DEFINE_GLOBAL:
-        check_dtype(u.dtype.base)
-        if u.dtype.image: raise TypeError(f"buffer {u.arg} is an image: the IR3 renderer reads and writes plain buffers only")
+      if u.op is Ops.DEFINE_GLOBAL: check_dtype(u.dtype.base)
+    textures, ibos = image_slots(uops)
+    self.slots, self.written = {g: n for images in (textures, ibos) for n, g in enumerate(images)}, set(ibos)
     globs = [u for u in uops if u.op is Ops.DEFINE_GLOBAL]
     self.consts = {g: 2 * i for i, g in enumerate(globs)}
     self.consts.update({v: 2 * len(globs) + i for i, v in enumerate(u for u in uops if u.op is Ops.DEFINE_VAR)})
@@ -197,7 +212,9 @@ class _Kernel:
     self.emit("end", [], [], form="bare")
     allocate(self.ins)
     lines = legalize(self.ins)
-    return "\n".join([f"; {self.name}"] + ([f"@shared {self.shared}"] if self.shared else []) + lines) + "\n"
+    images = [f"@{'ibo' if g in self.written else 'texture'} {slot} {g.arg} {g.dtype.image.height}x{g.dtype.image.width} "
+              f"{'f16' if g.dtype.base == dtypes.float16 else 'f32'}" for g, slot in self.slots.items()]
+    return "\n".join([f"; {self.name}"] + ([f"@shared {self.shared}"] if self.shared else []) + images + lines) + "\n"
 
   def render_one(self, u: UOp) -> list:
     op, dt = u.op, u.dtype
@@ -285,6 +302,7 @@ class _Kernel:
     if len(u.src) == 1: return [self.copy(ref, dt.scalar) for ref in self.lanes(u.src[0])]  # an accumulator's value now
     buf, idx = u.src[:2]
     if len(u.src) > 2: raise TypeError("the IR3 renderer takes ungated loads (the lowerer guards them with WHERE)")
+    if buf.dtype.image: return self.image_load(buf, idx, dt)
     s, lanes = dt.scalar, []
     if buf.op is Ops.DEFINE_LOCAL:
       at, off = self.local_address(buf, idx)
@@ -311,6 +329,7 @@ class _Kernel:
       return
     buf, idx, val = u.src[:3]
     gate = u.src[3] if len(u.src) == 4 else None
+    if buf.dtype.image: return self.image_store(buf, idx, val, gate)
     s = val.dtype.scalar
     local = buf.op is Ops.DEFINE_LOCAL
     at, base = self.local_address(buf, idx) if local else self.global_address(buf, idx, val.dtype.count)
@@ -329,6 +348,57 @@ class _Kernel:
         if MEM_TYPE[s] in ("u16", "u8"): value = self.op("cov.u32u16", value, half=True)
         self.emit(f"stg.{MEM_TYPE[s]}", [], [at, value], form="stg", off=base + i * s.itemsize)
       if skip is not None: self.emit("", [], [], form="label", target=skip)
+
+  # ---- images (IMAGE=1): RGBA pixels, 4 consecutive elements each, read with isam and written with stib ----
+  def pixel(self, buf: UOp, element: Operand) -> Reg:
+    """The (x, y) register pair of the pixel holding `element` of image buf: pixel p = element / 4 at (p % width,
+    p / width)."""
+    width, coord = buf.dtype.image.width, Reg(size=2)
+    p = self.op("shr.b", element, "2")
+    if width & (width - 1) == 0:
+      mask = str(width - 1) if width - 1 in IMM_RANGE else self.imm32(width - 1)
+      x, y = self.op("and.b", p, mask), self.op("shr.b", p, str(width.bit_length() - 1))
+    else: y, x = self.udivmod(p, self.imm32(width))
+    for k, v in enumerate((x, y)): self.emit("mov.u32u32", [Part(coord, k)], [v])
+    return coord
+  def texel(self, buf: UOp, element: Operand) -> Reg:
+    """The 4 channels (as float32) of the pixel holding `element`, by isam from the kernel's texture of buf."""
+    out = Reg(size=4)
+    self.emit("isam", [out], [self.pixel(buf, element)], form="isam", off=self.slots[buf])
+    return out
+  def image_load(self, buf: UOp, idx: UOp, dt: DType) -> list:
+    """Lanes of an image read: an index known to be a multiple of 4 reads whole pixels, channel by lane; any other
+    reads each element's pixel and picks the channel (element % 4)."""
+    lanes, index = [], self.src(idx)
+    for i in range(dt.count):
+      if is_multiple_of(idx, 4):
+        if i % 4 == 0: pixel = self.texel(buf, index if i == 0 else self.op("add.u", index, str(i)))
+        value: Operand = Part(pixel, i % 4)
+      else:
+        element = index if i == 0 else self.op("add.u", index, str(i))
+        pixel, channel = self.texel(buf, element), self.op("and.b", element, "3")
+        value = Part(pixel, 0)
+        for k in range(1, 4): value = self.op("sel.b32", Part(pixel, k), self.op("cmps.u.eq", channel, str(k)), value)
+      lanes.append(self.op("cov.f32f16", value, half=True) if dt.scalar == dtypes.float16 else self.op("mov.u32u32", value))
+    return lanes
+  def image_store(self, buf: UOp, idx: UOp, val: UOp, gate: UOp | None) -> None:
+    """Whole pixels by stib (the kernel pins its vector lanes to the channels, codegen/kernel.py), under one gate."""
+    if val.dtype.count % 4 or not is_multiple_of(idx, 4) or (gate is not None and gate.dtype.count != 1):
+      raise TypeError(f"buffer {buf.arg} is an image: a kernel writes it whole pixels at a time (4 lanes at a multiple of 4, one gate for all), got {val.dtype}")
+    skip = None
+    if gate is not None and not (gate.op is Ops.CONST and gate.arg):
+      skip = self.label("skip")
+      self.emit("cmps.u.eq", ["p0.x"], [self.src(gate), "0"])
+      self.emit("br", [], ["p0.x"], form="br", target=skip)
+    index = self.src(idx)
+    for first in range(0, val.dtype.count, 4):
+      channels = Reg(size=4)
+      for k in range(4):
+        v = self.src(val, first + k)
+        self.emit("cov.f16f32" if val.dtype.scalar == dtypes.float16 else "mov.u32u32", [Part(channels, k)], [v])
+      coord = self.pixel(buf, index if first == 0 else self.op("add.u", index, str(first)))
+      self.emit("stib", [], [channels, coord], form="stib", off=self.slots[buf])
+    if skip is not None: self.emit("", [], [], form="label", target=skip)
 
   # ---- arithmetic ----
   def wrap(self, x: Reg, dt: DType) -> Reg:
@@ -639,8 +709,8 @@ def legalize(ins: list[Ins]) -> list[str]:
     add(i)
     if i.cat == 4: st.ss.update(writes)
     if i.form == "ldl": st.ss.update(writes)
-    if i.form == "ldg": st.sy.update(writes)
-    if i.cat == 6 or i.cat == 4: st.war.update(reads)  # ir3.h is_war_hazard_producer: reads its sources late
+    if i.form in ("ldg", "isam"): st.sy.update(writes)
+    if i.cat in (4, 5, 6): st.war.update(reads)  # ir3.h is_war_hazard_producer: reads its sources late
     if _is_alu(i) or (i.cat == 0 and i.name != "br"): st.cycle += 1  # ir3_legalize.c count_instruction
     for half, c in writes:
       if not _is_alu(i):  # ir3_legalize.c delay_update: (ss)/(sy) producers need no nops

@@ -22,7 +22,11 @@ Program text
 - `name:` defines a label (name = [A-Za-z_.$][A-Za-z0-9_.$]*) at the next instruction; an instruction may follow on the
   same line. A label is defined once.
 - `@shared N`: N bytes of workgroup-local memory (decimal or 0x hex), at most once; assemble() ignores it,
-  assemble_program() reports it. Any other `@` directive is an error.
+  assemble_program() reports it.
+- `@texture T B HxW F` and `@ibo U B HxW F` (decimal): the kernel's texture t#T / IBO slot U is the H-row, W-pixel RGBA
+  image of channel type F (f32 or f16) in its buffer parameter B (the kernel's DEFINE_GLOBAL number); each slot at
+  most once. assemble_program() reports them for the driver, which builds the descriptors. Any other `@` directive is
+  an error.
 - Instruction: PREFIXES MNEMONIC OPERANDS. Prefixes are parenthesised words before the mnemonic, in any order, each at
   most once, with or without spaces between them (Mesa prints `(sy)mul.f ...`, `(nop3) cmps.f.lt ...`):
   (sy) (ss) (jp) on every instruction except (ss) on cat5 and cat6; (rptN), N = 1..5, on nop only; (nopN), N = 1..3, on
@@ -203,6 +207,17 @@ def parse_operand(text: str) -> Operand:
   return op
 
 @dataclass(frozen=True)
+class ImageBinding:
+  """An image a kernel reads as texture t#slot (`ibo` False) or writes as IBO slot (True): buffer parameter `buffer`,
+  `height` rows of `width` RGBA pixels of `itemsize`-byte float channels (4: f32, 2: f16)."""
+  ibo: bool
+  slot: int
+  buffer: int
+  height: int
+  width: int
+  itemsize: int
+
+@dataclass(frozen=True)
 class Program:
   """Machine code and the footprint it references: *_regs/const_vec4 = highest index used // 4 + 1 (0 if none)."""
   code: bytes
@@ -210,6 +225,7 @@ class Program:
   half_regs: int
   const_vec4: int
   shared_bytes: int
+  images: tuple[ImageBinding, ...] = ()
 
 class _Footprint:
   def __init__(self): self.top = {"r": -1, "hr": -1, "c": -1}
@@ -472,14 +488,19 @@ def assemble_program(text: str, gen: int) -> Program:
   if gen not in (6, 7): raise ValueError(f"ir3 generation must be 6 (a6xx) or 7 (a7xx), not {gen!r}")
   labels: dict[str, int] = {}
   instrs: list[tuple[int, str, _Instr]] = []
-  shared = None
+  shared, images = None, {}
   for lineno, line in enumerate(text.splitlines(), 1):
     body = line.split(";", 1)[0]
     try:
       if body.strip().startswith("@"):
         words = body.split()
+        if words[0] in ("@texture", "@ibo"):
+          binding = _image_binding(words)
+          if (binding.ibo, binding.slot) in images: raise _Err(f"{words[0]} {binding.slot} given twice")
+          images[(binding.ibo, binding.slot)] = binding
+          continue
         if words[0] != "@shared" or len(words) != 2 or not _INT.fullmatch(words[1]) or not 0 <= _int(words[1]) < 1 << 32:
-          raise _Err("the only directive is `@shared N` (N bytes, 0 <= N < 2**32)")
+          raise _Err("the directives are `@shared N` (N bytes, 0 <= N < 2**32), `@texture T B HxW F` and `@ibo U B HxW F`")
         if shared is not None: raise _Err("@shared given twice")
         shared = _int(words[1])
         continue
@@ -492,7 +513,15 @@ def assemble_program(text: str, gen: int) -> Program:
   for lineno, line, ins in instrs:
     try: words.append(_encode(ins, labels, fp))
     except _Err as e: raise CompileError(f"line {lineno}: {line.strip()!r}: {e}") from None
-  return Program(b"".join(struct.pack("<Q", w) for w in words), fp.vec4s("r"), fp.vec4s("hr"), fp.vec4s("c"), shared or 0)
+  return Program(b"".join(struct.pack("<Q", w) for w in words), fp.vec4s("r"), fp.vec4s("hr"), fp.vec4s("c"), shared or 0, tuple(images.values()))
+
+def _image_binding(words: list[str]) -> ImageBinding:
+  """`@texture T B HxW F` / `@ibo U B HxW F` as a binding (the limits: 128 textures and IBOs, 16384 x 16384 pixels)."""
+  m = re.fullmatch(r"(\d+) (\d+) (\d+)x(\d+) (f32|f16)", " ".join(words[1:]))
+  if m is None: raise _Err(f"{words[0]} takes `SLOT BUFFER HEIGHTxWIDTH f32|f16`, got {' '.join(words[1:])!r}")
+  slot, buffer, height, width = (int(m[i]) for i in range(1, 5))
+  if slot >= 128 or not (0 < height <= 16384 and 0 < width <= 16384): raise _Err(f"{words[0]} slot {slot} of {height}x{width} pixels is out of range")
+  return ImageBinding(words[0] == "@ibo", slot, buffer, height, width, 4 if m[5] == "f32" else 2)
 
 def assemble(text: str, gen: int) -> bytes:
   """The machine code of `text` (64-bit little-endian words); `@shared` is checked but not reported here."""

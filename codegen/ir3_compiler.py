@@ -1,18 +1,20 @@
 """ir3 assembly -> a tg QCOM lib: a 32-byte header giving the kernel's register/const/shared-memory footprint, then the
-machine code of codegen/ir3_assembler.py. The driver reads it back with read_lib.
+machine code of codegen/ir3_assembler.py, then the images it reads and writes. The driver reads it back with read_lib.
 
-Header (little endian): struct.pack("<4sHHHHIII", b"tgI3", 1, full_regs, half_regs, const_vec4, shared_bytes, code_bytes, 0)
-(24 bytes) followed by 8 zero bytes, so the code starts at byte 32.
+Header (little endian): struct.pack("<4sHHHHIII", b"tgI3", 2, full_regs, half_regs, const_vec4, shared_bytes, code_bytes,
+image_count) (24 bytes) followed by 8 zero bytes, so the code starts at byte 32. After the code, image_count records of
+struct.pack("<BBHIHH", ibo, slot, itemsize, buffer, height, width) (12 bytes; ir3_assembler.ImageBinding's fields).
 full_regs/half_regs/const_vec4 are vec4 counts (highest index referenced // 4 + 1, 0 if none); full_regs is at least 2
 because the ABI delivers the workgroup id in r0 and the local id in r1."""
 from __future__ import annotations
 import hashlib, pathlib, re, struct
 from dataclasses import dataclass
 from codegen.compiler import Compiler
-from codegen.ir3_assembler import assemble_program
+from codegen.ir3_assembler import ImageBinding, assemble_program
 
-MAGIC, VERSION = b"tgI3", 1
+MAGIC, VERSION = b"tgI3", 2
 HEADER = struct.Struct("<4sHHHHIII")
+IMAGE = struct.Struct("<BBHIHH")
 HEADER_SIZE = 32  # HEADER.size (24) padded with zeros
 ABI_FULL_REGS = 2  # r0 = workgroup id, r1 = local invocation id
 # libs made by other versions of the assembler must not come back from the disk cache
@@ -25,23 +27,28 @@ class Lib:
   const_vec4: int
   shared_bytes: int
   code: bytes
+  images: tuple[ImageBinding, ...] = ()
 
 def pack_lib(lib: Lib) -> bytes:
-  head = HEADER.pack(MAGIC, VERSION, lib.full_regs, lib.half_regs, lib.const_vec4, lib.shared_bytes, len(lib.code), 0)
-  return head.ljust(HEADER_SIZE, b"\0") + lib.code
+  head = HEADER.pack(MAGIC, VERSION, lib.full_regs, lib.half_regs, lib.const_vec4, lib.shared_bytes, len(lib.code), len(lib.images))
+  records = b"".join(IMAGE.pack(b.ibo, b.slot, b.itemsize, b.buffer, b.height, b.width) for b in lib.images)
+  return head.ljust(HEADER_SIZE, b"\0") + lib.code + records
 
 def read_lib(lib: bytes) -> Lib:
   """The header fields and code of a lib made by IR3Compiler; ValueError naming the problem if it is malformed."""
   if len(lib) < HEADER_SIZE: raise ValueError(f"ir3 lib truncated: {len(lib)} bytes, the header alone is {HEADER_SIZE}")
-  magic, version, full, half, consts, shared, code_bytes, reserved = HEADER.unpack_from(lib)
+  magic, version, full, half, consts, shared, code_bytes, image_count = HEADER.unpack_from(lib)
   if magic != MAGIC: raise ValueError(f"not an ir3 lib: magic {magic!r}, expected {MAGIC!r}")
   if version != VERSION: raise ValueError(f"unsupported ir3 lib version {version} (this tg reads version {VERSION})")
-  if reserved or any(lib[HEADER.size:HEADER_SIZE]): raise ValueError("ir3 lib header: reserved bytes are not zero")
+  if any(lib[HEADER.size:HEADER_SIZE]): raise ValueError("ir3 lib header: reserved bytes are not zero")
   if code_bytes % 8: raise ValueError(f"ir3 lib code size {code_bytes} is not a whole number of 64-bit instructions")
-  if len(lib) != HEADER_SIZE + code_bytes:
-    raise ValueError(f"ir3 lib {'truncated' if len(lib) < HEADER_SIZE + code_bytes else 'has trailing bytes'}: header says "
-                     f"{code_bytes} code bytes, {len(lib) - HEADER_SIZE} present")
-  return Lib(full, half, consts, shared, bytes(lib[HEADER_SIZE:]))
+  size = HEADER_SIZE + code_bytes + image_count * IMAGE.size
+  if len(lib) != size:
+    raise ValueError(f"ir3 lib {'truncated' if len(lib) < size else 'has trailing bytes'}: header says {code_bytes} code bytes "
+                     f"and {image_count} images ({size} bytes in all), {len(lib)} present")
+  end = HEADER_SIZE + code_bytes
+  images = tuple(ImageBinding(bool(r[0]), r[1], r[3], r[4], r[5], r[2]) for r in IMAGE.iter_unpack(lib[end:]))
+  return Lib(full, half, consts, shared, bytes(lib[HEADER_SIZE:end]), images)
 
 class IR3Compiler(Compiler):
   """Assembles ir3 text for an Adreno `arch` ("a630", "a660", "a730", "a740", ...; generation = the hundreds digit)."""
@@ -52,4 +59,4 @@ class IR3Compiler(Compiler):
 
   def compile(self, src: str) -> bytes:
     prog = assemble_program(src, self.gen)
-    return pack_lib(Lib(max(ABI_FULL_REGS, prog.full_regs), prog.half_regs, prog.const_vec4, prog.shared_bytes, prog.code))
+    return pack_lib(Lib(max(ABI_FULL_REGS, prog.full_regs), prog.half_regs, prog.const_vec4, prog.shared_bytes, prog.code, prog.images))

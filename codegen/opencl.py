@@ -18,13 +18,9 @@ import math, re
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
-from ir.symbolic import fold_mod
+from ir.symbolic import is_multiple_of
 from codegen.renderer import Renderer
 from codegen.lane_kernel import LaneKernel
-
-def _multiple_of_4(idx: UOp) -> bool:
-  mod = fold_mod(idx, 4)
-  return mod is not None and mod.op is Ops.CONST and mod.arg == 0
 
 # dtype -> (type in registers, type in memory)
 TYPES: dict[DType, tuple[str, str]] = {
@@ -134,7 +130,7 @@ class _Kernel(LaneKernel):
   def load(self, u: UOp) -> list[str]:
     if len(u.src) != 2 or not u.src[0].dtype.image: return super().load(u)
     buf, idx = u.src
-    if u.dtype.count == 4 and _multiple_of_4(idx):  # a whole pixel: one read
+    if u.dtype.count == 4 and is_multiple_of(idx, 4):  # a whole pixel: one read
       self.count += 1
       pixel = f"px{self.count}"
       self.decls.append(f"  float4 {pixel};")
@@ -146,7 +142,7 @@ class _Kernel(LaneKernel):
     if len(u.src) < 3 or not u.src[0].dtype.image: return super().store(u)
     buf, idx, val = u.src[:3]
     gate = u.src[3] if len(u.src) > 3 else None
-    if val.dtype.count % 4 or not _multiple_of_4(idx) or (gate is not None and gate.dtype.count != 1):
+    if val.dtype.count % 4 or not is_multiple_of(idx, 4) or (gate is not None and gate.dtype.count != 1):
       raise TypeError(f"buffer {buf.arg} is an image: a kernel writes it whole pixels at a time (4 lanes at a multiple of 4, one gate for all), got {val.dtype}")
     for first in range(0, val.dtype.count, 4):
       at = self.ref(idx) if not first else f"{self.ref(idx)} + {first}"

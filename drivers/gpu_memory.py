@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
+from ir.dtype import Image
 from ir.helpers import round_up
 from drivers.device import LRUAllocator
 from ir.uop import UOp
@@ -44,6 +45,7 @@ class GPUBuffer:
   fd: int | None = None                # a file opened for the CPU mapping alone (NV's /dev/nvidiaN)
   base: GPUBuffer | None = field(default=None, repr=False)
   mapped_on: set[bytes] = field(default_factory=set, repr=False)  # other GPUs (UUIDs) it is mapped on as well
+  image: Image | None = None           # rows of RGBA pixels (IMAGE=1) on a GPU that lays images out itself (QCOM)
   def view(self) -> np.ndarray:
     if self.cpu is None: raise RuntimeError(f"GPU memory at {self.va:#x} has no CPU mapping")
     return np.frombuffer(memoryview_at(self.cpu, self.size), dtype=np.uint8)

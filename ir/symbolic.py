@@ -93,6 +93,11 @@ def fold_mod(x: UOp, d: int) -> UOp | None:
       return build_sum({UOp(Ops.MOD, x.dtype, (inner, UOp.const(x.dtype, d // g))): g}, (k % d) % g, x)
   return UOp(Ops.MOD, x.dtype, (r, UOp.const(x.dtype, d)))
 
+def is_multiple_of(x: UOp, d: int) -> bool:
+  """Whether x is known to be a multiple of d (a non-negative index)."""
+  mod = fold_mod(x, d)
+  return mod is not None and _const(mod) and mod.arg == 0
+
 def fold_cmplt(x: UOp, c: int) -> UOp | None:
   """sum < c: move the constant across and divide out common factors."""
   terms, k = split_terms(x)

@@ -42,9 +42,9 @@ CACHE_FLUSH_TS, CACHE_INVALIDATE, CACHE_FLUSH7, CACHE_INVALIDATE7 = 0x04, 0x31, 
 # <domain name="CP_SET_MARKER"> <enum name="a6xx_marker">
 RM6_COMPUTE = 8
 # <domain name="CP_LOAD_STATE6"> enums a6xx_state_type, a6xx_state_src, a6xx_state_block
-ST6_SHADER, ST6_CONSTANTS = 0, 1
+ST6_SHADER, ST6_CONSTANTS, ST6_UAV = 0, 1, 3
 SS6_DIRECT, SS6_INDIRECT = 0, 2
-SB6_CS_SHADER = 13
+SB6_CS_TEX, SB6_CS_SHADER = 5, 13  # in SB6_CS_TEX, ST6_SHADER loads samplers and ST6_CONSTANTS texture descriptors
 # <enum name="cp_cond_function">, <enum name="poll_memory_type">
 WRITE_EQ, WRITE_GE, POLL_MEMORY = 3, 5, 1
 # a6xx.xml <enum name="a6xx_threadsize">, <enum name="a6xx_isam_mode">, <enum name="a6xx_const_ram_mode">
@@ -72,7 +72,11 @@ class Registers:
   sp_reg_prog_id_0: int | None      # <reg32 name="SP_REG_PROG_ID_0" variants="A7XX-"> 0xa9c8 (then _1.._3)
   # the same on both (no variants)
   sp_cs_cntl_0: int = 0xA9B0        # <reg32 name="SP_CS_CNTL_0">, then SP_CS_CNTL_1, BOOLEAN_CF_MASK, PROGRAM_COUNTER_OFFSET, SP_CS_BASE (64)
+  sp_cs_tsize: int = 0xA9BA         # <reg32 name="SP_CS_TSIZE">: textures loaded; then SP_CS_CONFIG, SP_CS_INSTR_SIZE
   sp_cs_config: int = 0xA9BB        # <reg32 name="SP_CS_CONFIG">, then SP_CS_INSTR_SIZE 0xa9bc
+  sp_cs_sampler_base: int = 0xA9E2  # <reg64 name="SP_CS_SAMPLER_BASE">
+  sp_cs_texmemobj_base: int = 0xA9E6  # <reg64 name="SP_CS_TEXMEMOBJ_BASE">: the texture descriptors
+  sp_cs_usize: int = 0xAA00         # <reg32 name="SP_CS_USIZE">: UAVs (IBOs) loaded
   sp_mode_cntl: int = 0xAB00        # <reg32 name="SP_MODE_CNTL">
   cp_always_on_counter: int = 0x0980  # <reg64 name="CP_ALWAYS_ON_COUNTER">
 
@@ -99,6 +103,12 @@ def sp_cs_cntl_0(half_regs: int, full_regs: int, branchstack: int, threadsize: i
   for name, v in (("half register footprint", half_regs), ("full register footprint", full_regs), ("branch stack", branchstack)):
     if not 0 <= v < 64: raise ValueError(f"{name} {v} doesn't fit SP_CS_CNTL_0's 6-bit field")
   return half_regs << 1 | full_regs << 7 | branchstack << 14 | threadsize << 20
+
+def sp_cs_config(textures: int = 0, samplers: int = 0, uavs: int = 0) -> int:
+  """<bitset name="a6xx_sp_xs_config"> ENABLED b8, NTEX [16:9], NSAMP [21:17], NUAV [28:22] (not bindless)."""
+  for name, n, bits in (("textures", textures, 8), ("samplers", samplers, 5), ("UAVs", uavs, 7)):
+    if not 0 <= n < 1 << bits: raise ValueError(f"{n} {name} don't fit SP_CS_CONFIG's {bits}-bit count")
+  return SP_CS_CONFIG_ENABLED | textures << 9 | samplers << 17 | uavs << 22
 
 def const_ram_mode(constlen: int) -> int:
   """<enum name="a6xx_const_ram_mode"> for `constlen` vec4s, chosen as computerator a6xx.cc cs_program_emit_regs does."""
@@ -146,10 +156,10 @@ def load_state6_0(state_type: int, state_src: int, state_block: int, num_unit: i
   if not 0 < num_unit < 1 << 10: raise ValueError(f"CP_LOAD_STATE6 loads 1..1023 units, not {num_unit}")
   return dst_off | state_type << 14 | state_src << 16 | state_block << 18 | num_unit << 22
 
-def load_state6(state_type: int, num_unit: int, address: Any) -> list[Any]:
+def load_state6(state_type: int, num_unit: int, address: Any, state_block: int = SB6_CS_SHADER) -> list[Any]:
   """CP_LOAD_STATE6_FRAG of `num_unit` units of the compute shader's state from GPU memory at `address` (the FRAG form
   loads CS state: adreno_pm4.xml's note on CP_LOAD_STATE6)."""
-  return pkt7(CP_LOAD_STATE6_FRAG, load_state6_0(state_type, SS6_INDIRECT, SB6_CS_SHADER, num_unit), lo32(address), hi32(address))
+  return pkt7(CP_LOAD_STATE6_FRAG, load_state6_0(state_type, SS6_INDIRECT, state_block, num_unit), lo32(address), hi32(address))
 
 def exec_cs(groups: tuple[int, int, int]) -> list[Any]:
   """<domain name="CP_EXEC_CS">: dword 0 reserved, then NGROUPS_X/Y/Z."""

@@ -9,8 +9,9 @@ SP_CS_CNTL_0.BRANCHSTACK is set to the largest value Mesa programs
 (ir3_shader.h ir3_shader_branchstack_hw: branchstack_size / 2 = 32), since the lib carries no branch depth."""
 from __future__ import annotations
 import errno, functools
+from dataclasses import replace
 import numpy as np
-from ir.dtype import bits_of, dtypes
+from ir.dtype import DType, Image, bits_of, dtypes
 from ir.helpers import round_up
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
@@ -19,7 +20,7 @@ from drivers.device import DeviceUnavailable
 from drivers.gpu_memory import ArgumentPool, GPUAllocator, GPUBuffer
 from drivers.hcq import DeviceFault, HCQCompiled, HCQProgram, HCQTimeoutError
 from drivers.system import MAP_SHARED, PAGE_SIZE, PROT_READ, PROT_WRITE, memoryview_at, system_for
-from drivers.qcom import cp, kgsl
+from drivers.qcom import cp, descriptors, kgsl
 from drivers.qcom.queues import queue_for
 
 COMMAND_RING = 4 << 20  # bytes of indirect-buffer space submissions are copied into
@@ -59,6 +60,13 @@ class QCOMProgram(HCQProgram):
     # kernel arguments from c0.x: each buffer's address as two consts, then one const per int32 Variable
     self.param_layout = [(8 * i, 8) for i in range(len(spec.globals))] + [(8 * len(spec.globals) + 4 * j, 4) for j in range(len(spec.vars))]
     self.var_dtypes = [v.dtype for v in spec.vars]
+    # (argument position, descriptor without its base) of each image the kernel reads as a texture / writes as an IBO
+    position = {g: i for i, g in enumerate(spec.globals)}
+    def bound(ibo: bool) -> list[tuple[int, list[int]]]:
+      images = sorted((b for b in self.lib.images if b.ibo == ibo), key=lambda b: b.slot)
+      if [b.slot for b in images] != list(range(len(images))): raise RuntimeError(f"{name}: the lib's {'IBO' if ibo else 'texture'} slots aren't 0..{len(images) - 1}")
+      return [(position[b.buffer], descriptors.image(Image(b.height, b.width), {4: dtypes.float32, 2: dtypes.float16}[b.itemsize], swizzle=not ibo)) for b in images]
+    self.textures, self.ibos = bound(False), bound(True)
     self.constlen = max(-(-(2 * len(spec.globals) + len(spec.vars)) // 4), self.lib.const_vec4, 1)
     limit = 512 if dev.gen >= 7 else 256  # a6xx.xml <enum name="a6xx_const_ram_mode">: CONSTLEN_512 is a7xx only
     if self.constlen > limit: raise RuntimeError(f"{name}: {self.constlen} constant vec4s; the {dev.arch} has {limit}")
@@ -67,13 +75,38 @@ class QCOMProgram(HCQProgram):
   def kernel_args(self, bufs: tuple, vals: tuple) -> list: return [*bufs, *(bits_of(v, dt) for v, dt in zip(vals, self.var_dtypes))]
 
 class QCOMAllocator(GPUAllocator):
-  """GPU memory is mapped for the CPU too, so copies in and out are CPU copies (after the device is idle)."""
+  """GPU memory is mapped for the CPU too, so copies in and out are CPU copies (after the device is idle). An image
+  (IMAGE=1) is rows of pixels `descriptors.pitch` bytes apart; copies pack and unpack the rows."""
+  def _alloc(self, size: int, options=None) -> GPUBuffer:
+    if not isinstance(options, Image): return super()._alloc(size, options)
+    buf = self.dev.alloc_memory(options.height * descriptors.pitch(options, _image_dtype(size, options)))
+    return replace(buf, image=options)
+  def offset(self, opaque: GPUBuffer, size: int, offset: int) -> GPUBuffer:
+    if opaque.image is not None: raise ValueError(f"{self.dev.device} can't view part of an image ({opaque.image})")
+    return super().offset(opaque, size, offset)
+  def copyin(self, dest: GPUBuffer, src: memoryview) -> None:
+    if dest.image is None: return super().copyin(dest, src)
+    self._rows(dest, len(src))[:] = np.frombuffer(src, np.uint8).reshape(dest.image.height, -1)
+  def copyout(self, dest: memoryview, src: GPUBuffer) -> None:
+    if src.image is None: return super().copyout(dest, src)
+    np.frombuffer(dest, np.uint8).reshape(src.image.height, -1)[:] = self._rows(src, len(dest))
+  @staticmethod
+  def _rows(buf: GPUBuffer, nbytes: int) -> np.ndarray:
+    """The pixels of an image buffer of `nbytes` packed bytes, row by row (the padding at each row's end left out)."""
+    image = buf.image
+    row = nbytes // image.height
+    return buf.view()[:image.height * descriptors.pitch(image, _image_dtype(nbytes, image))].reshape(image.height, -1)[:, :row]
+
+def _image_dtype(nbytes: int, image: Image) -> DType:
+  """The channel type of an image of `nbytes` packed bytes: float32 or float16 (FLOAT16=1)."""
+  return {4: dtypes.float32, 2: dtypes.float16}[nbytes // (image.height * image.width * 4)]
 
 class QCOMDevice(HCQCompiled):
   """One kgsl context on the GPU. Completion is the signal memory the GPU writes; a wait that outlasts its spin sleeps
   in DEVICE_WAITTIMESTAMP_CTXTID, which also reports a context that faulted."""
   timestamp_ticks_per_us = cp.ALWAYS_ON_HZ / 1e6
   unsupported_dtypes = frozenset((dtypes.int64, dtypes.uint64, dtypes.float64))  # ir3 has no 64-bit types
+  image_size = descriptors.MAX_SIZE
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "QCOM")
     if target.renderer not in ("", "IR3"): raise ValueError(f"QCOM has no renderer {target.renderer!r} (known: IR3)")

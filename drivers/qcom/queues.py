@@ -5,16 +5,20 @@ that writes the value once the work before it is done; a wait polls memory in th
 from __future__ import annotations
 import functools
 from typing import Any
-from ir.helpers import prod
+import numpy as np
+from ir.helpers import prod, round_up
 from drivers.hcq import HCQSignal, PatchSlot, hi32, lo32
 from drivers.gpu_memory import ArgumentQueue, GPUBuffer
 from drivers.qcom import cp
+from drivers.qcom import descriptors as desc
 
 MAX_THREADS = 1024  # invocations per workgroup (ir3_compiler.c max_variable_workgroup_size)
 
-def dispatch_words(regs: cp.Registers, prg, groups: tuple[int, int, int], local: tuple[int, int, int], kernargs: int) -> list[int]:
+def dispatch_words(regs: cp.Registers, prg, groups: tuple[int, int, int], local: tuple[int, int, int], kernargs: int,
+                   descriptors: int = 0) -> list[int]:
   """The packets of one launch of `prg` (a QCOMProgram) with its constants at GPU address `kernargs`, in the order
-  Mesa's computerator (src/freedreno/computerator/a6xx.cc a6xx_emit_grid) programs a compute dispatch."""
+  Mesa's computerator (src/freedreno/computerator/a6xx.cc a6xx_emit_grid) programs a compute dispatch; an image kernel's
+  texture descriptors, sampler and IBO descriptors follow one another from GPU address `descriptors`."""
   lib = prg.lib
   words = cp.pkt7(cp.CP_SET_MARKER, cp.RM6_COMPUTE) + cp.pkt7(cp.CP_WAIT_FOR_IDLE)  # earlier launches finish before their state changes
   words += cp.pkt4(regs.sp_update_cntl, cp.SP_UPDATE_CNTL_CS_STATE | cp.SP_UPDATE_CNTL_CS_UAV)  # drop loads queued for the last kernel
@@ -30,10 +34,19 @@ def dispatch_words(regs: cp.Registers, prg, groups: tuple[int, int, int], local:
     words += cp.pkt4(regs.sp_reg_prog_id_0, 0xFCFCFCFC, 0xFCFCFCFC, 0xFCFCFCFC, 0x0000FC00)  # no fragment inputs (computerator)
   words += cp.pkt4(regs.sp_cs_cntl_0, cp.sp_cs_cntl_0(lib.half_regs, lib.full_regs, prg.branchstack),
                    cp.sp_cs_cntl_1(lib.shared_bytes, prg.constlen), 0, 0, lo32(prg.image.va), hi32(prg.image.va))  # CF mask, entry 0
-  words += cp.pkt4(regs.sp_cs_config, cp.SP_CS_CONFIG_ENABLED, prg.instrlen)  # no textures, samplers or UAVs; SP_CS_INSTR_SIZE
+  ntex, nibo = len(prg.textures), len(prg.ibos)
+  words += cp.pkt4(regs.sp_cs_config, cp.sp_cs_config(ntex, min(ntex, 1), nibo), prg.instrlen)  # then SP_CS_INSTR_SIZE
   words += cp.pkt4(regs.sp_cs_const_config, cp.sp_cs_const_config(prg.constlen))
   words += cp.load_state6(cp.ST6_SHADER, prg.instrlen, prg.image.va)
   words += cp.load_state6(cp.ST6_CONSTANTS, prg.constlen, kernargs)
+  if ntex:  # as freedreno's fd6_emit_textures: samplers and descriptors loaded, their tables' addresses and the count set
+    sampler = descriptors + ntex * desc.DESCRIPTOR_BYTES
+    words += cp.load_state6(cp.ST6_SHADER, 1, sampler, cp.SB6_CS_TEX) + cp.pkt4(regs.sp_cs_sampler_base, lo32(sampler), hi32(sampler))
+    words += cp.load_state6(cp.ST6_CONSTANTS, ntex, descriptors, cp.SB6_CS_TEX) + cp.pkt4(regs.sp_cs_texmemobj_base, lo32(descriptors), hi32(descriptors))
+    words += cp.pkt4(regs.sp_cs_tsize, ntex)
+  if nibo:  # as computerator's cs_ibo_emit
+    ibos = descriptors + ntex * desc.DESCRIPTOR_BYTES + (desc.DESCRIPTOR_BYTES if ntex else 0)
+    words += cp.load_state6(cp.ST6_UAV, nibo, ibos) + cp.pkt4(regs.sp_cs_uav_base, lo32(ibos), hi32(ibos)) + cp.pkt4(regs.sp_cs_usize, nibo)
   return words + cp.exec_cs(groups)
 
 def _address(buf: Any, offset: int = 0) -> Any:
@@ -67,11 +80,25 @@ class QCOMComputeQueue(ArgumentQueue):
   def exec(self, prg, args: list, global_size, local_size):
     local, groups = tuple(local_size or (1, 1, 1)), tuple(global_size)
     if prod(local) > MAX_THREADS: raise RuntimeError(f"{prg.name}: {prod(local)} invocations per workgroup; the GPU runs at most {MAX_THREADS}")
-    mem, at = self.memory(prg.dev, prg.constlen * 16, align=64)
-    view = mem.view()[at:at + prg.constlen * 16]
+    images = [*prg.textures, *([(None, desc.sampler())] if prg.textures else []), *prg.ibos]  # in dispatch_words' order
+    consts = round_up(prg.constlen * 16, desc.DESCRIPTOR_BYTES)
+    mem, at = self.memory(prg.dev, consts + len(images) * desc.DESCRIPTOR_BYTES, align=desc.DESCRIPTOR_BYTES)
+    view = mem.view()[at:at + consts + len(images) * desc.DESCRIPTOR_BYTES]
     view[:] = 0
     self.write_arguments(view, args, prg.param_layout)
-    return self.q(*dispatch_words(self.regs, prg, groups, local, mem.va + at))
+    for n, (position, words) in enumerate(images):
+      self.write_descriptor(view[consts + n * desc.DESCRIPTOR_BYTES:][:desc.DESCRIPTOR_BYTES].view(np.uint32), words, args[position] if position is not None else None)
+    return self.q(*dispatch_words(self.regs, prg, groups, local, mem.va + at, mem.va + at + consts))
+
+  def write_descriptor(self, view: np.ndarray, words: list[int], image: Any) -> None:
+    """A descriptor's dwords into `view`, with the base address of `image` (a buffer, or a JIT input's PatchSlot
+    written at each submit; None: a sampler, which has none)."""
+    if not isinstance(image, PatchSlot):
+      view[:len(words)] = words if image is None else desc.with_base(words, image.va)
+      return
+    view[:len(words)] = words
+    self._mem_patches.append((view[4:5], 0, PatchSlot(image.name, lambda b: desc.with_base(words, b.va)[4])))
+    self._mem_patches.append((view[5:6], 0, PatchSlot(image.name, lambda b: desc.with_base(words, b.va)[5])))
 
   def copy(self, dest, src, nbytes: int):
     """CP_MEMCPY moves whole dwords, after a barrier so that it reads what earlier launches wrote."""

@@ -8,6 +8,9 @@ from ir.ops import Ops
 from ir.pattern import substitute
 from ir.uop import UOp
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
+from codegen.ir3 import IR3Renderer
+from codegen.ir3_compiler import IR3Compiler, read_lib
+from codegen.ir3_assembler import ImageBinding
 from codegen.opencl import OpenCLRenderer
 from codegen.program import get_program
 from drivers.device import image_for
@@ -52,12 +55,24 @@ def test_a_kernel_reading_an_image_reads_pixels():
   assert "read_only image2d_t data1" in src and "__global float *data0" in src and "CLK_NORMALIZED_COORDS_FALSE" in src
   assert "read_imagef(data1" in src
 
+def test_ir3_kernels_read_images_with_isam_and_write_them_with_stib():
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 8), np.float32)) * 2), {0: Image(3, 2), 1: Image(3, 2)})
+  src = get_program(ast, IR3Renderer()).src
+  assert "@ibo 0 0 3x2 f32" in src and "@texture 0 1 3x2 f32" in src
+  assert src.count("isam (f32)(xyzw)") == 1 and src.count("stib.b.typed.2d.f32.4.imm") == 1 and "ldg" not in src and "stg" not in src
+  assert read_lib(IR3Compiler("a630").compile(src)).images == (ImageBinding(False, 0, 1, 3, 2, 4), ImageBinding(True, 0, 0, 3, 2, 4))
+  # elements that aren't whole pixels: each one's pixel, then its channel picked
+  ast = as_images(kernel_ast(Tensor(np.ones((3, 6), np.float32))[:, 1:5] * 2), {1: Image(3, 3)})
+  src = get_program(ast, IR3Renderer()).src
+  assert "@texture 0 1 3x3 f32" in src and src.count("isam") >= 2 and "stg.f32" in src
+
 def test_images_a_kernel_cannot_write_are_refused():
   with pytest.raises(ValueError, match="multiple of 4"):  # 5 elements per row: no whole pixels
     Kernel(as_images(kernel_ast(Tensor(np.ones((3, 5), np.float32)) * 2), {0: Image(1, 4)}), OpenCLRenderer())
   t = Tensor(np.ones((2, 8), np.float32)).realize()
-  with pytest.raises(TypeError, match="read it or write it, not both"):
-    get_program(as_images(kernel_ast(t.assign(t + 1)), {0: Image(2, 2)}), OpenCLRenderer())
+  ast = as_images(kernel_ast(t.assign(t + 1)), {0: Image(2, 2)})
+  for renderer in (OpenCLRenderer(), IR3Renderer()):
+    with pytest.raises(TypeError, match="read it or write it, not both"): get_program(ast, renderer)
 
 def test_image_dot_and_conv_on_a_device_without_images_match_numpy():
   rng = np.random.default_rng(1)

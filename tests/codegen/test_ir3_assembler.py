@@ -1,7 +1,7 @@
 import struct
 import pytest
 from codegen.compiler import CompileError
-from codegen.ir3_assembler import assemble, assemble_program
+from codegen.ir3_assembler import ImageBinding, assemble, assemble_program
 from codegen.ir3_compiler import HEADER_SIZE, IR3Compiler, Lib, read_lib
 
 def words(code: bytes) -> list[int]: return [w for (w,) in struct.iter_unpack("<Q", code)]
@@ -233,7 +233,12 @@ ERRORS = [
   ("stg.u32 g[r0.x], c0.x, 1", "must be a register"),
   ("br r0.x, #1", "must be p0.c"),
   ("bar.q", "scope suffixes"),
-  ("@local 4", "the only directive"),
+  ("@local 4", "the directives are"),
+  ("@texture 0 1 4x4", "SLOT BUFFER HEIGHTxWIDTH"),
+  ("@ibo 0 1 4x4 u32", "SLOT BUFFER HEIGHTxWIDTH"),
+  ("@texture 0 1 4x16385 f32", "out of range"),
+  ("@ibo 128 0 4x4 f16", "out of range"),
+  ("@texture 1 0 4x4 f32\n@texture 1 2 8x8 f16", "given twice"),
   ("@shared 4\n@shared 8", "@shared given twice"),
   ("a:\na:\nend", "defined twice"),
   ("nop r0.x", "takes 0 operands"),
@@ -310,8 +315,19 @@ def test_footprint_and_lib_round_trip():
   lib = IR3Compiler("a630").compile(src)
   assert len(lib) == HEADER_SIZE + 5 * 8 and lib[:4] == b"tgI3"
   # the header layout, byte by byte
-  assert struct.unpack_from("<4sHHHHIII", lib) == (b"tgI3", 1, 8, 3, 4, 256, 40, 0) and lib[24:32] == bytes(8)
+  assert struct.unpack_from("<4sHHHHIII", lib) == (b"tgI3", 2, 8, 3, 4, 256, 40, 0) and lib[24:32] == bytes(8)
   assert read_lib(lib) == Lib(8, 3, 4, 256, prog.code) and prog.code == assemble(src, 6)
+
+def test_image_bindings_follow_the_code_in_the_lib():
+  src = "@texture 1 3 14x24 f16\n@ibo 0 0 2x8 f32\n@texture 0 2 5x4 f32\nend"
+  prog = assemble_program(src, 7)
+  lib = IR3Compiler("a740").compile(src)
+  assert struct.unpack_from("<I", lib, 20)[0] == 3 and len(lib) == HEADER_SIZE + 8 + 3 * 12
+  # each record: ibo, slot, itemsize (u8 u8 u16), buffer (u32), height, width (u16 u16), in the order given
+  assert struct.unpack_from("<BBHIHH", lib, HEADER_SIZE + 8) == (0, 1, 2, 3, 14, 24)
+  assert struct.unpack_from("<BBHIHH", lib, HEADER_SIZE + 8 + 12) == (1, 0, 4, 0, 2, 8)
+  assert read_lib(lib).images == prog.images == (ImageBinding(False, 1, 3, 14, 24, 2), ImageBinding(True, 0, 0, 2, 8, 4), ImageBinding(False, 0, 2, 5, 4, 4))
+  with pytest.raises(ValueError, match="3 images"): read_lib(lib[:-12])
 
 def test_full_regs_is_at_least_two_and_empty_files_count_zero():
   assert read_lib(IR3Compiler("a740").compile("end")) == Lib(2, 0, 0, 0, assemble("end", 7))
@@ -332,7 +348,7 @@ def test_read_lib_rejects_malformed():
   with pytest.raises(ValueError, match="truncated"): read_lib(lib[:-8])
   with pytest.raises(ValueError, match="trailing"): read_lib(lib + b"\0")
   with pytest.raises(ValueError, match="magic"): read_lib(b"XXXX" + lib[4:])
-  with pytest.raises(ValueError, match="version 2"): read_lib(lib[:4] + struct.pack("<H", 2) + lib[6:])
+  with pytest.raises(ValueError, match="version 1"): read_lib(lib[:4] + struct.pack("<H", 1) + lib[6:])
   with pytest.raises(ValueError, match="reserved"): read_lib(lib[:30] + b"\1" + lib[31:])
   with pytest.raises(ValueError, match="whole number"): read_lib(lib[:16] + struct.pack("<I", 12) + lib[20:44])  # code_bytes is at 16
 

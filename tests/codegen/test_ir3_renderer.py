@@ -324,11 +324,6 @@ def test_bfloat16_rounds_like_the_cpu_and_fp8_goes_through_the_frontend():
                lambda t: t.cast(dtypes.bfloat16).bitcast(dtypes.uint16), lambda t: t.cast(dtypes.fp8e4m3), lambda t: t.cast(dtypes.fp8e5m2).cast(dtypes.float32)):
     np.testing.assert_array_equal(run(expr(Tensor(f)))[1], expr(Tensor(f)).numpy())
 
-def test_images_are_refused():
-  from ir.dtype import Image
-  g = UOp(Ops.DEFINE_GLOBAL, dtypes.float32.ptr(64, image=Image(4, 4)), arg=0)
-  with pytest.raises(TypeError, match="is an image"): IR3Renderer().render("img", [g])
-
 def test_products_hold_with_mesas_16_bit_mull():
   """Mesa's mull.u multiplies the low 16 bits (nir_opcodes.py umul_low; 32-bit imul is lowered, ir3_nir_imul.py), as
   the model computes it: the renderer's products and divisions stay exact."""

@@ -13,9 +13,10 @@
   and the JIT;
 - DEV=MOCK+QCOM and DEV=MOCK+QCOM::a740: the QCOM driver (kgsl, CP packets) against the kgsl/CP model, whose shader
   core executes the ir3 machine code tg renders and assembles, checking its sync flags and delay slots, so the ir3
-  renderer and assembler are checked op by op on a6xx and a7xx;
-- DEV=CL: the OpenCL C renderer on a real OpenCL runtime (PoCL), the JIT suite here (tests/drivers/test_cl.py and
-  test_cl_images.py cover the renderer's paths and images); PoCL builds each new kernel in about 0.3 s (clang parsing
+  renderer and assembler are checked op by op on a6xx and a7xx; both run IMAGE=1's textures and IBOs
+  (tests/tg/test_images.py);
+- DEV=CL: the OpenCL C renderer on a real OpenCL runtime (PoCL), the JIT suite and IMAGE=1's images here
+  (tests/drivers/test_cl.py covers the renderer's paths); PoCL builds each new kernel in about 0.3 s (clang parsing
   its 900 KB opencl-c.h, linking its kernel library, running ld), so the whole op/nn/optim/JIT set (about 5000
   distinct kernels, 25 minutes cold on 2 cores; the elementwise suite alone 6.5) is the slow run
   (`python3 -m pytest -q -m slow`);
@@ -44,10 +45,10 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         # QCOM: every op suite and the JIT on the a6xx model; a7xx (its registers, CP_EVENT_WRITE7) runs the
         # elementwise suite and the JIT
-        "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py"],
-        "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
+        "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
+        "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
-        "CL": ["tests/tg/test_jit.py"]}
+        "CL": ["tests/tg/test_jit.py", "tests/tg/test_images.py"]}
 def available(run: str) -> bool:
   from tests.drivers.test_cl import cl_available
   from tests.drivers.test_webgpu import webgpu_available

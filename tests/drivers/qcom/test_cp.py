@@ -4,10 +4,11 @@ field by field by this test's own reading of adreno_pm4.xml."""
 from types import SimpleNamespace
 import numpy as np
 import pytest
+from ir.dtype import Image, dtypes
 from codegen.ir3_compiler import Lib
-from drivers.hcq import HCQSignal, PatchSlot
+from drivers.hcq import HCQSignal, PatchSlot, fill
 from drivers.gpu_memory import GPUBuffer
-from drivers.qcom import cp
+from drivers.qcom import cp, descriptors
 from drivers.qcom.queues import dispatch_words, queue_for
 
 def test_parity_is_odd_parity():
@@ -79,7 +80,7 @@ def registers(packets) -> dict[int, int]:
 def fake_program(gen: int):
   lib = Lib(full_regs=3, half_regs=1, const_vec4=2, shared_bytes=2048, code=bytes(256 + 8))
   return SimpleNamespace(lib=lib, image=SimpleNamespace(va=0x1_0000_0000), instrlen=3, constlen=2, branchstack=32,
-                         wgid_regid=0, localid_regid=4, name="k")
+                         wgid_regid=0, localid_regid=4, name="k", textures=[], ibos=[])
 
 @pytest.mark.parametrize("gen", [6, 7])
 def test_a_launch_decoded_field_by_field(gen):
@@ -112,6 +113,34 @@ def test_a_launch_decoded_field_by_field(gen):
     assert (d0 & 0x3FFF, d0 >> 14 & 3, d0 >> 16 & 3, d0 >> 18 & 0xF, d0 >> 22) == (0, typ, 2, 13, units)  # SS6_INDIRECT, SB6_CS_SHADER
     assert load[1] | load[2] << 32 == addr
   assert launch == [0, 4, 2, 1]                                                     # NGROUPS_X/Y/Z
+
+@pytest.mark.parametrize("gen", [6, 7])
+def test_an_image_launch_loads_textures_a_sampler_and_ibos(gen):
+  regs, prg = cp.REGISTERS[gen], fake_program(gen)
+  prg.textures, prg.ibos = [(0, [0] * 16), (2, [0] * 16)], [(1, [0] * 16)]
+  packets = parse(dispatch_words(regs, prg, (1, 1, 1), (4, 1, 1), 0x2_0000_0000, 0x3_0000_1000))
+  r = registers(packets)
+  assert r[0xA9BB] == 1 << 8 | 2 << 9 | 1 << 17 | 1 << 22                           # ENABLED, NTEX 2, NSAMP 1, NUAV 1
+  assert (r[0xA9BA], r[0xAA00]) == (2, 1)                                            # SP_CS_TSIZE, SP_CS_USIZE
+  # descriptors from 0x3_0000_1000: 2 textures (64 bytes each), the sampler, then the IBO 64 bytes after the sampler
+  assert r[0xA9E6] | r[0xA9E7] << 32 == 0x3_0000_1000 and r[0xA9E2] | r[0xA9E3] << 32 == 0x3_0000_1080
+  uav = 0xA9F2 if gen == 6 else 0xA9F8
+  assert r[uav] | r[uav + 1] << 32 == 0x3_0000_10C0
+  loads = [p[2] for p in packets if p[:2] == ("op", 0x34)][2:]                       # after the shader and the constants
+  fields = [(d[0] >> 14 & 3, d[0] >> 16 & 3, d[0] >> 18 & 0xF, d[0] >> 22, d[1] | d[2] << 32) for d in loads]
+  # (STATE_TYPE, STATE_SRC, STATE_BLOCK, NUM_UNIT, address): samplers ST6_SHADER and textures ST6_CONSTANTS in SB6_CS_TEX,
+  # IBOs ST6_UAV in SB6_CS_SHADER, all SS6_INDIRECT
+  assert fields == [(0, 2, 5, 1, 0x3_0000_1080), (1, 2, 5, 2, 0x3_0000_1000), (3, 2, 13, 1, 0x3_0000_10C0)]
+  assert packets[-1][1] == 0x33                                                      # then CP_EXEC_CS
+
+def test_an_image_descriptor_of_a_jit_input_gets_its_base_at_each_submit():
+  q = queue_for(6, 0x1000)()
+  words = descriptors.image(Image(2, 4), dtypes.float32, swizzle=True)
+  view = np.zeros(16, np.uint32)
+  q.write_descriptor(view, words, PatchSlot("img"))
+  assert list(view) == words                                                         # the base is not known yet
+  for v, i, patch in q._mem_patches: v[i] = fill(patch, {"img": GPUBuffer(0x5_0000_2040, 4096)})
+  assert list(view) == descriptors.with_base(words, 0x5_0000_2040)
 
 def test_a_local_size_over_1024_is_refused():
   q = queue_for(6, 0x1000)()

@@ -1,14 +1,16 @@
-"""IMAGE=1 and FLOAT16=1 on a real OpenCL runtime (PoCL): dot and conv2d become image_dot/image_conv2d, whose packed
-operands and result live in 2-D RGBA images (half ones with FLOAT16=1) that kernels read with read_imagef and write
-with write_imagef. Checked against numpy or the CPU device, with gradients and the JIT (and BEAM, marked slow)."""
+"""IMAGE=1 and FLOAT16=1 on the default device, where it has images (test_on_other_devices runs this file on DEV=CL,
+a real OpenCL runtime, and on the QCOM model): dot and conv2d become image_dot/image_conv2d, whose packed operands and
+result live in 2-D RGBA images (half ones with FLOAT16=1) that kernels read as images (CL read_imagef, QCOM isam)
+and write as images (write_imagef, stib). Checked against numpy or the CPU device, with gradients and the JIT (and
+BEAM, marked slow)."""
 import numpy as np
 import pytest
 from ir.ops import Ops
-from tg import Context, Tensor, TinyJit
+from tg import Context, Device, Tensor, TinyJit
 from drivers.device import Image
-from tests.drivers.test_cl import cl_available
 
-pytestmark = pytest.mark.skipif(not cl_available(), reason="no OpenCL runtime (apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
+DEVICE = Device.DEFAULT
+pytestmark = pytest.mark.skipif(Device[DEVICE].image_size is None, reason=f"{DEVICE} has no images (DEV=CL or DEV=MOCK+QCOM do)")
 rng = np.random.default_rng(0)
 
 def conv_reference(x: np.ndarray, w: np.ndarray, groups: int, stride: int, padding: int) -> np.ndarray:
@@ -36,7 +38,7 @@ def test_conv2d_through_images_matches_numpy(groups, stride, padding, cin, cout)
   w = rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32)
   b = rng.standard_normal(cout).astype(np.float32)
   with Context(IMAGE=1):
-    out = Tensor(x, device="CL").conv2d(Tensor(w, device="CL"), Tensor(b, device="CL"), groups=groups, stride=stride, padding=padding)
+    out = Tensor(x, device=DEVICE).conv2d(Tensor(w, device=DEVICE), Tensor(b, device=DEVICE), groups=groups, stride=stride, padding=padding)
     images = images_written(out)
     got = out.numpy()
   # the input (NHWC, channels padded to 4 per group), the weight (cout, H, W, cin) and the output are images
@@ -47,7 +49,7 @@ def test_conv2d_through_images_matches_numpy(groups, stride, padding, cin, cout)
 def test_matmul_through_images_matches_numpy(a_shape, b_shape):
   a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
   with Context(IMAGE=1):
-    out = Tensor(a, device="CL") @ Tensor(b, device="CL")
+    out = Tensor(a, device=DEVICE) @ Tensor(b, device=DEVICE)
     assert images_written(out)
     got = out.numpy()
   np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
@@ -57,7 +59,7 @@ def test_float16_images_hold_halves():
   in between is float32."""
   a, b = rng.standard_normal((6, 20)).astype(np.float32), rng.standard_normal((20, 8)).astype(np.float32)
   with Context(IMAGE=1, FLOAT16=1):
-    out = Tensor(a, device="CL") @ Tensor(b, device="CL")
+    out = Tensor(a, device=DEVICE) @ Tensor(b, device=DEVICE)
     buffers = [b for item in out.schedule() if item.ast.op is Ops.SINK for b in item.bufs[:1] if b.image is not None]
     got = out.numpy()
   assert buffers and all(b.dtype.itemsize == 2 for b in buffers)
@@ -67,7 +69,7 @@ def test_float16_images_hold_halves():
 
 def test_image_tensors_read_back_slice_and_take_assigns():
   a = np.arange(96, dtype=np.float32).reshape(2, 3, 16)
-  t = Tensor(a, device="CL")._as_image().realize()
+  t = Tensor(a, device=DEVICE)._as_image().realize()
   assert t.uop.base.arg[0].image == Image(2, 12)
   np.testing.assert_array_equal(t.numpy(), a)
   np.testing.assert_array_equal(t[1:, :, 4:9].numpy(), a[1:, :, 4:9])  # a part of an image is read by a kernel, not viewed
@@ -84,21 +86,21 @@ def conv_and_gradients(device: str, x: np.ndarray, w: np.ndarray) -> list[np.nda
 
 def test_gradients_flow_through_images():
   x, w = rng.standard_normal((1, 4, 6, 6)).astype(np.float32), rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
-  with Context(IMAGE=1): got = conv_and_gradients("CL", x, w)
+  with Context(IMAGE=1): got = conv_and_gradients(DEVICE, x, w)
   for g, want in zip(got, conv_and_gradients("CPU", x, w)): np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
-@pytest.mark.slow  # BEAM compiles every candidate with PoCL (about a minute)
+@pytest.mark.slow  # BEAM compiles every candidate (about a minute on PoCL)
 def test_beam_searches_image_kernels():
   x, w = rng.standard_normal((1, 4, 6, 6)).astype(np.float32), rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
-  with Context(IMAGE=1, BEAM=1): got = conv_and_gradients("CL", x, w)
+  with Context(IMAGE=1, BEAM=1): got = conv_and_gradients(DEVICE, x, w)
   for g, want in zip(got, conv_and_gradients("CPU", x, w)): np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
 def test_jit_replays_image_kernels():
   w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
   with Context(IMAGE=1):
-    weight = Tensor(w, device="CL").realize()
+    weight = Tensor(w, device=DEVICE).realize()
     step = TinyJit(lambda x: x.conv2d(weight, padding=1).relu())
     for i in range(4):
       x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
-      np.testing.assert_allclose(step(Tensor(x, device="CL")).numpy(), np.maximum(conv_reference(x, w, 1, 1, 1), 0), rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose(step(Tensor(x, device=DEVICE)).numpy(), np.maximum(conv_reference(x, w, 1, 1, 1), 0), rtol=1e-5, atol=1e-5)
   assert step.captured is not None and step.captured.kernel_count >= 3  # replayed, not rerun eagerly
