@@ -23,7 +23,8 @@ def pitch(image: Image, dtype: DType) -> int:
 def image(image: Image, dtype: DType, swizzle: bool) -> list[int]:
   """The 16 dwords of a texture (swizzle: identity SWIZ_X..W) or IBO descriptor of `image`, its BASE left 0 (dwords 4
   and 5 hold BASE_LO [31:5] and BASE_HI [16:0]; `with_base` fills them): dword 0 TILE_MODE [1:0] = TILE6_LINEAR,
-  FMT [29:22], SWAP [31:30] = WZYX (0); dword 1 WIDTH [14:0], HEIGHT [29:15]; dword 2 PITCHALIGN [3:0] left 0, PITCH [28:7] in bytes, TYPE [31:29]; dword 5 DEPTH [29:17] = 1."""
+  FMT [29:22], SWAP [31:30] = WZYX (0); dword 1 WIDTH [14:0], HEIGHT [29:15]; dword 2 PITCHALIGN [3:0] left 0,
+  PITCH [28:7] in bytes, TYPE [31:29]; dword 5 DEPTH [29:17] = 1."""
   if dtype not in FORMATS: raise TypeError(f"QCOM images hold float32 or float16, not {dtype}")
   if not (0 < image.width <= MAX_SIZE[0] and 0 < image.height <= MAX_SIZE[1]): raise ValueError(f"a {image.width}x{image.height} image is larger than the GPU's {MAX_SIZE[0]}x{MAX_SIZE[1]}")
   words = [0] * 16
