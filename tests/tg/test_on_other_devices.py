@@ -43,10 +43,9 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        # QCOM: every op suite and the JIT on the a6xx model; a7xx (its registers, CP_EVENT_WRITE7) runs the
-        # elementwise suite and the JIT
+        # QCOM: every op suite, the JIT and IMAGE=1 on the a6xx model and on the a7xx one (its registers, CP_EVENT_WRITE7)
         "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
-        "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/tg/test_images.py"],
+        "MOCK+QCOM::a740": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
         "CL": ["tests/tg/test_jit.py", "tests/tg/test_images.py"]}
 def available(run: str) -> bool:

@@ -31,11 +31,13 @@ BAR_SS, BAR_SY = 1, 2
 
 class _File:
   """Per register row and fiber: when its ALU producer finished (clock), what sync it waits for, which kinds of
-  pending cat4-6 reads (WAR_* bits) it has."""
+  pending cat4-6 reads (WAR_* bits) it has. `waiting`/`read_late`: whether any row may have either (False only when
+  none has), so most instructions skip those checks."""
   def __init__(self, rows: int, fibers: int):
     self.done = np.full((rows, fibers), NEVER, np.int64)
     self.wait = np.zeros((rows, fibers), np.uint8)
     self.war = np.zeros((rows, fibers), np.uint8)
+    self.waiting = self.read_late = False
 
 class Hazards:
   def __init__(self, full_rows: int, half_rows: int, fibers: int):
@@ -47,12 +49,17 @@ class Hazards:
     """Apply the instruction's (sy)/(ss), then the after-barrier rule."""
     if ins.sy or ins.ss:
       for f in self.files.values():
-        if ins.sy:
-          f.wait[:, sel] = np.where(np.isin(f.wait[:, sel], SY_WAITS), 0, f.wait[:, sel])
-          f.war[:, sel] &= np.uint8(~WAR_SS_OR_SY & 0xFF)
-        if ins.ss:
-          f.wait[:, sel] = np.where(np.isin(f.wait[:, sel], SY_WAITS), f.wait[:, sel], 0)
-          f.war[:, sel] = 0
+        if f.waiting:
+          w = f.wait[:, sel]
+          sy_wait = (w == SY_WAITS[0]) | (w == SY_WAITS[1])
+          if ins.sy: w = np.where(sy_wait, 0, w)
+          if ins.ss: w = np.where(sy_wait, w, 0)
+          f.wait[:, sel] = w
+          f.waiting = bool(f.wait.any())
+        if f.read_late:
+          if ins.ss: f.war[:, sel] = 0
+          else: f.war[:, sel] &= np.uint8(~WAR_SS_OR_SY & 0xFF)
+          f.read_late = bool(f.war.any())
       self.bar[sel] &= ~np.uint8((BAR_SY if ins.sy else 0) | (BAR_SS if ins.ss else 0))
     if ins.name != "nop" and self.bar[sel].any():
       miss = int(np.bitwise_or.reduce(self.bar[sel]))
@@ -63,8 +70,7 @@ class Hazards:
     """A source register read: pending sync, then delay slots."""
     f = self.files[op.kind]
     for row in rows:
-      w = f.wait[row, sel]
-      if w.any():
+      if f.waiting and (w := f.wait[row, sel]).any():
         raise ShaderHazard(ins.pc, f"{ins.text}: reads {_name(op.kind, row)}, written by {WAITS[int(w.max())]} (ir3_legalize.c legalize_block)")
       short = self.clock[sel] - f.done[row, sel]
       if (short < need).any():
@@ -76,10 +82,9 @@ class Hazards:
     """A destination write: the register must not still wait for a load/SFU nor be read by a pending cat4-6 op."""
     f = self.files[kind]
     for row in rows:
-      w = f.wait[row, sel]
-      if w.any():
+      if f.waiting and (w := f.wait[row, sel]).any():
         raise ShaderHazard(ins.pc, f"{ins.text}: overwrites {_name(kind, row)} while {WAITS[int(w.max())]} (ir3_legalize.c legalize_block)")
-      if (war := int(np.bitwise_or.reduce(f.war[row, sel], axis=None))):
+      if f.read_late and (war := int(np.bitwise_or.reduce(f.war[row, sel], axis=None))):
         need = "(ss) (ir3_legalize.c needs_ss_war)" if war & WAR_SS else "(ss) or (sy) (ir3_legalize.c needs_ss_or_sy_war)"
         raise ShaderHazard(ins.pc, f"{ins.text}: overwrites {_name(kind, row)} still read by an earlier cat4/cat5/cat6 instruction "
                                    f"without {need}")
@@ -92,10 +97,13 @@ class Hazards:
       else:
         f.done[row, sel] = NEVER
         f.wait[row, sel] = SFU if ins.cat == 4 else TEX if ins.cat == 5 else LDL if ins.name == "ldl" else LDG
+        f.waiting = True
 
   def consumed(self, kind: str, rows: range, sel, war: int) -> None:
     """A cat4/cat5/cat6 source: it must not be rewritten before the sync `war` names."""
-    for row in rows: self.files[kind].war[row, sel] |= np.uint8(war)
+    f = self.files[kind]
+    for row in rows: f.war[row, sel] |= np.uint8(war)
+    f.read_late = True
 
   def barrier(self, sel) -> None: self.bar[sel] = BAR_SS | BAR_SY
 
