@@ -29,9 +29,9 @@ for the driver, which builds the descriptors.
 A last pass, after Mesa's src/freedreno/ir3/ir3_legalize.c, adds the sync flags and delay slots: (sy) on the first
 instruction touching a register a global load or an isam writes; (ss) for cat4 and ldl results, before rewriting a
 register a cat4, cat5 or cat6 instruction may still read (Mesa also accepts (sy) there after an ldg or isam, not
-after a store), and with (sy) after a barrier; cat5 and cat6 have no (ss) bit, so a `(ss)nop` carries it. ALU latencies (ir3_delay.c: 3 cycles
-ALU -> ALU, 6 ALU -> anything else and for p0.x) are filled with (nopN) on the previous cat2/cat3 or with nops, and
-branch targets get (jp). Loops and ifs branch on p0.x written by a cmps just before; forward branches carry their
+after a store), and with (sy) after a barrier; cat5 and cat6 have no (ss) bit, so a `(ss)nop` carries it. ALU
+latencies (ir3_delay.c: 3 cycles ALU -> ALU, 6 ALU -> anything else and for p0.x) are filled with (nopN) on the
+previous cat2/cat3 or with nops, and branch targets get (jp). Loops and ifs branch on p0.x written by a cmps just before; forward branches carry their
 state to their label and backward branches wait for everything outstanding, so a loop head sees only what falls in."""
 from __future__ import annotations
 import math, re, struct

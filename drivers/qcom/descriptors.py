@@ -12,6 +12,7 @@ PITCH_TEXELS = 16  # a linear image's row pitch is a whole number of 16-texel gr
 MAX_SIZE = (16384, 16384)  # the largest 2-D image, width and height (Mesa freedreno_screen.c / turnip: 16384 on a6xx and a7xx)
 # <enum name="a6xx_format">: RGBA of float32 or float16 channels
 FORMATS = {dtypes.float32: 0x82, dtypes.float16: 0x62}  # FMT6_32_32_32_32_FLOAT, FMT6_16_16_16_16_FLOAT
+CHANNELS = {dt.itemsize: dt for dt in FORMATS}           # a channel's bytes -> its dtype
 TEX_2D = 1               # <enum name="a6xx_tex_type"> A6XX_TEX_2D
 SWIZ_XYZW = 0 << 4 | 1 << 7 | 2 << 10 | 3 << 13  # <enum name="a6xx_tex_swiz"> X, Y, Z, W into SWIZ_X/Y/Z/W [6:4] .. [15:13]
 CLAMP_TO_EDGE = 1        # <enum name="a6xx_tex_clamp"> A6XX_TEX_CLAMP_TO_EDGE

@@ -65,7 +65,7 @@ class QCOMProgram(HCQProgram):
     def bound(ibo: bool) -> list[tuple[int, list[int]]]:
       images = sorted((b for b in self.lib.images if b.ibo == ibo), key=lambda b: b.slot)
       if [b.slot for b in images] != list(range(len(images))): raise RuntimeError(f"{name}: the lib's {'IBO' if ibo else 'texture'} slots aren't 0..{len(images) - 1}")
-      return [(position[b.buffer], descriptors.image(Image(b.height, b.width), {4: dtypes.float32, 2: dtypes.float16}[b.itemsize], swizzle=not ibo)) for b in images]
+      return [(position[b.buffer], descriptors.image(Image(b.height, b.width), descriptors.CHANNELS[b.itemsize], swizzle=not ibo)) for b in images]
     self.textures, self.ibos = bound(False), bound(True)
     self.constlen = max(-(-(2 * len(spec.globals) + len(spec.vars)) // 4), self.lib.const_vec4, 1)
     limit = 512 if dev.gen >= 7 else 256  # a6xx.xml <enum name="a6xx_const_ram_mode">: CONSTLEN_512 is a7xx only
@@ -99,7 +99,7 @@ class QCOMAllocator(GPUAllocator):
 
 def _image_dtype(nbytes: int, image: Image) -> DType:
   """The channel type of an image of `nbytes` packed bytes: float32 or float16 (FLOAT16=1)."""
-  return {4: dtypes.float32, 2: dtypes.float16}[nbytes // (image.height * image.width * 4)]
+  return descriptors.CHANNELS[nbytes // (image.height * image.width * 4)]
 
 class QCOMDevice(HCQCompiled):
   """One kgsl context on the GPU. Completion is the signal memory the GPU writes; a wait that outlasts its spin sleeps
