@@ -96,6 +96,7 @@ VIZ, VIZ_PORT = ContextVar("VIZ", 0), ContextVar("VIZ_PORT", 8000)
 TRACE_IOCTL = ContextVar("TRACE_IOCTL", 0)  # 1: every open/ioctl/mmap through drivers/system.py's seam is logged to stderr, decoded
 PROFILE = ContextVar("PROFILE", abs(VIZ.value))
 ALLOW_TF32, WEBGPU_BACKEND, CUDA_PATH = ContextVar("ALLOW_TF32", 0), ContextVar("WEBGPU_BACKEND", ""), ContextVar("CUDA_PATH", "")
+CL_RUNTIME = ContextVar("CL_RUNTIME", "", ("", "intel"))  # CL: "" the ICD loader (libOpenCL); intel: Intel's CPU runtime from the intel-opencl-rt wheel
 CCACHE, SCACHE, TRAINING = ContextVar("CCACHE", 1), ContextVar("SCACHE", 1), ContextVar("TRAINING", 0)
 NUM_CPU_THREADS = ContextVar("NUM_CPU_THREADS", len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 SPLIT_REDUCEOP = ContextVar("SPLIT_REDUCEOP", 1)

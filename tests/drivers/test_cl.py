@@ -1,12 +1,15 @@
-"""The CL device on a real OpenCL runtime (PoCL on this machine, installed by .ci/run): every path of the OpenCL C
-renderer (codegen/opencl.py) run by an independent compiler and checked against numpy or the CPU device, and the
-runtime's errors. The whole op/nn/optim/JIT suites on DEV=CL are the slow run in tests/tg/test_on_other_devices.py
-(PoCL compiles each new kernel in about a second)."""
+"""The CL device on a real OpenCL runtime (what the ICD loader finds: PoCL on this machine, installed by .ci/run; or
+Intel's CPU runtime with CL_RUNTIME=intel): every path of the OpenCL C renderer (codegen/opencl.py) run by an
+independent compiler and checked against numpy or the CPU device, and the runtime's errors. The whole op/nn/optim/JIT
+suites on DEV=CL are the slow run in tests/tg/test_on_other_devices.py, on Intel's runtime where the `cl` extra
+installed it (about 45 ms per new kernel, PoCL about 250)."""
+import pathlib
 import numpy as np
 import pytest
 from ir.switches import Context
 from codegen.compiler import CompileError
 from drivers.device import Buffer, Device, DeviceUnavailable
+from drivers.cl import intel_runtime_path
 from tg import Tensor, TinyJit, dtypes
 
 def cl_available() -> bool:
@@ -120,9 +123,30 @@ def test_profile_puts_kernels_on_the_timeline():
 
 def test_missing_devices_say_why():
   with pytest.raises(DeviceUnavailable, match=r"CL unavailable: CL:7 asked for, OpenCL reports \d+ device"): Device["CL:7"]
-  with Context(DEV="MOCK+CL"), pytest.raises(DeviceUnavailable, match=r"CL unavailable: libOpenCL\.so .*not found"):
+  with Context(DEV="MOCK+CL", CL_RUNTIME=""), pytest.raises(DeviceUnavailable, match=r"CL unavailable: libOpenCL\.so .*not found"):
     from drivers.cl import CLDevice
     CLDevice("CL:3")
+
+def test_intel_runtime_missing_or_through_a_model_says_why(monkeypatch):
+  import drivers.cl as cl
+  monkeypatch.setattr(cl, "intel_runtime_path", lambda: None)
+  with pytest.raises(DeviceUnavailable, match=r"CL unavailable: CL_RUNTIME=intel, but .* not installed \(pip install -e '\.\[cl\]'"):
+    cl.load_intel_runtime.__wrapped__()  # uncached: a library this process opened stays open
+  with Context(CL_RUNTIME="intel", DEV="MOCK+CL"), pytest.raises(DeviceUnavailable, match=r"CL unavailable: CL_RUNTIME=intel .* MOCK interface"):
+    cl.CLDevice("CL")
+
+@pytest.mark.skipif(intel_runtime_path() is None, reason="Intel's OpenCL CPU runtime isn't installed (pip install -e '.[cl]')")
+def test_intel_runtime_is_a_release_that_compiles_these_right():
+  """CL_RUNTIME=intel, in a process of its own (uncached): the pinned intel-opencl-rt release. 2026.2.0 makes max(~x)
+  over 5..28 come out 30 (not -6), and its vectorizer crashes on a uchar -> uint sum; judged by it, correct kernels fail."""
+  import os, subprocess, sys
+  code = ("import numpy as np; from tg import Device, Tensor; print(Device['CL'].driver); x = np.arange(24, dtype=np.int32) + 5; "
+          "print(int((~Tensor(x)).max().item()), int(Tensor(x).argmin().item()), int(Tensor(np.full(300, 200, np.uint8)).sum().item()))")
+  out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "DEV": "CL", "CL_RUNTIME": "intel", "CCACHE": "0"},
+                       cwd=pathlib.Path(__file__).parents[2], capture_output=True, text=True)
+  assert out.returncode == 0, out.stderr[-3000:]
+  driver, values = out.stdout.splitlines()
+  assert driver.startswith("2024.18.") and values.split() == ["-6", "0", "60000"], out.stdout
 
 def test_an_opencl_device_on_the_host_cpu_is_not_the_default():
   assert Device["CL"].host_cpu  # PoCL

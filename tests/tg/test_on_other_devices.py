@@ -15,11 +15,12 @@
   core executes the ir3 machine code tg renders and assembles, checking its sync flags and delay slots, so the ir3
   renderer and assembler are checked op by op on a6xx and a7xx; both run IMAGE=1's textures and IBOs
   (tests/tg/test_images.py);
-- DEV=CL: the OpenCL C renderer on a real OpenCL runtime (PoCL), the JIT suite and IMAGE=1's images here
-  (tests/drivers/test_cl.py covers the renderer's paths); PoCL builds each new kernel in about 0.3 s (clang parsing
-  its 900 KB opencl-c.h, linking its kernel library, running ld), so the whole op/nn/optim/JIT set (about 5000
-  distinct kernels, 25 minutes cold on 2 cores; the elementwise suite alone 6.5) is the slow run
-  (`python3 -m pytest -q -m slow`);
+- DEV=CL: the OpenCL C renderer on a real OpenCL runtime, the JIT suite and IMAGE=1's images here
+  (tests/drivers/test_cl.py covers the renderer's paths): Intel's CPU runtime (CL_RUNTIME=intel) where the `cl`
+  extra installed it, else PoCL. The whole op/nn/optim/JIT set (about 4500 distinct kernels) is the slow run
+  (`python3 -m pytest -q -m slow`): 5 minutes cold on 2 cores on Intel's runtime (about 45 ms per new kernel), 25
+  on PoCL 3.1 (about 250 ms: clang parsing its 900 KB opencl-c.h and linking its kernel library, a generic
+  work-group function compiled for the binary tg caches, a specialised one at the first launch);
 - DEV=WEBGPU: the WGSL renderer on a real WebGPU runtime (wgpu-native on Mesa's lavapipe), the op, nn, optim and JIT
   suites, with the tests that need 64-bit dtypes or IEEE special values skipped there (skipped as a whole where no
   WebGPU adapter is installed);
@@ -48,14 +49,20 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+QCOM::a740": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
         "CL": ["tests/tg/test_jit.py", "tests/tg/test_images.py"]}
+def cl_env() -> dict[str, str]:
+  """The DEV=CL runs' runtime: Intel's CPU runtime where the `cl` extra installed it (about 45 ms per new kernel,
+  against PoCL's 250), else what the ICD loader finds."""
+  from drivers.cl import intel_runtime_path
+  return {"DEV": "CL", **({"CL_RUNTIME": "intel"} if intel_runtime_path() is not None else {})}
 def available(run: str) -> bool:
+  from drivers.cl import intel_runtime_path
   from tests.drivers.test_cl import cl_available
   from tests.drivers.test_webgpu import webgpu_available
-  return {"WEBGPU": webgpu_available, "CL": cl_available}.get(run, lambda: True)()
+  return {"WEBGPU": webgpu_available, "CL": lambda: intel_runtime_path() is not None or cl_available()}.get(run, lambda: True)()
 def run_env(run: str) -> dict[str, str]:
-  """The environment of a run: DEV, and for a label ending in :xN, N GPUs in the NV or AMD model."""
+  """The environment of a run: DEV, for a label ending in :xN, N GPUs in the NV or AMD model, and CL's runtime."""
   dev, _, count = run.partition(":x")
-  return {"DEV": dev, **({"MOCKGPU_COUNT": count} if count else {})}
+  return cl_env() if dev == "CL" else {"DEV": dev, **({"MOCKGPU_COUNT": count} if count else {})}
 
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("ptx")
@@ -78,7 +85,7 @@ def runs(kernels, amd_programs):
 
 @pytest.mark.parametrize("dev", list(RUNS))
 def test_suites_pass_on(dev, runs):
-  if dev not in runs: pytest.skip(f"{dev} is not installed here (WEBGPU: pip install wgpu; apt-get install mesa-vulkan-drivers; CL: apt-get install pocl-opencl-icd)")
+  if dev not in runs: pytest.skip(f"{dev} is not installed here (WEBGPU: pip install wgpu; apt-get install mesa-vulkan-drivers; CL: pip install -e '.[cl]' or apt-get install pocl-opencl-icd)")
   code, out = runs[dev]
   assert code == 0, out[-6000:]
   assert " passed" in out.splitlines()[-1]
@@ -97,10 +104,9 @@ CL_SUITES = OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests
 
 @pytest.mark.slow
 def test_suites_pass_on_cl():
-  from tests.drivers.test_cl import cl_available
-  if not cl_available(): pytest.skip("no OpenCL runtime (apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
+  if not available("CL"): pytest.skip("no OpenCL runtime (pip install -e '.[cl]', or apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
   run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *CL_SUITES], cwd=ROOT,
-                       env={**os.environ, "DEV": "CL"}, capture_output=True, text=True)
+                       env={**os.environ, **cl_env()}, capture_output=True, text=True)
   assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
 
 def one_module(kernels: pathlib.Path, arch: str) -> str:
