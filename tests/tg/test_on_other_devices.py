@@ -15,17 +15,18 @@
   core executes the ir3 machine code tg renders and assembles, checking its sync flags and delay slots, so the ir3
   renderer and assembler are checked op by op on a6xx and a7xx; both run IMAGE=1's textures and IBOs
   (tests/tg/test_images.py);
-- DEV=CL: the OpenCL C renderer on a real OpenCL runtime, the JIT suite and IMAGE=1's images here
-  (tests/drivers/test_cl.py covers the renderer's paths): Intel's CPU runtime (CL_RUNTIME=intel) where the `cl`
-  extra installed it, else PoCL. The whole op/nn/optim/JIT set (about 4500 distinct kernels) is the slow run
-  (`python3 -m pytest -q -m slow`): 5 minutes cold on 2 cores on Intel's runtime (about 45 ms per new kernel), 25
-  on PoCL 3.1 (about 250 ms: clang parsing its 900 KB opencl-c.h and linking its kernel library, a generic
-  work-group function compiled for the binary tg caches, a specialised one at the first launch);
+- DEV=CL: the OpenCL C renderer on a real OpenCL runtime, Intel's CPU runtime (CL_RUNTIME=intel, the `cl` extra):
+  the op, nn, optim and JIT suites and IMAGE=1's images (about 4500 distinct kernels, 5 minutes of CPU cold at about
+  45 ms per new kernel); where only PoCL is installed, the JIT and images alone, since PoCL 3.1 takes about 250 ms
+  per kernel (clang parsing its 900 KB opencl-c.h and linking its kernel library, a generic work-group function
+  compiled for the binary tg caches, a specialised one at the first launch): the slow run (`python3 -m pytest -q -m
+  slow`) runs the whole set on PoCL through the ICD loader (25 minutes cold), and tests/drivers/test_cl.py covers the
+  renderer's paths there in the default run;
 - DEV=WEBGPU: the WGSL renderer on a real WebGPU runtime (wgpu-native on Mesa's lavapipe), the op, nn, optim and JIT
   suites, with the tests that need 64-bit dtypes or IEEE special values skipped there (skipped as a whole where no
   WebGPU adapter is installed);
 (The suites run in full; their shapes are small.)"""
-import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
+import concurrent.futures, functools, os, pathlib, re, subprocess, sys, tempfile
 import pytest
 from codegen.ptx import ptx_version
 from codegen.ptx_compiler import PTXCompiler, find_nvjitlink, find_ptxas
@@ -48,7 +49,12 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "MOCK+QCOM::a740": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
-        "CL": ["tests/tg/test_jit.py", "tests/tg/test_images.py"]}
+        "CL": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py", "tests/tg/test_images.py"]}
+CL_ON_POCL = ["tests/tg/test_jit.py", "tests/tg/test_images.py"]  # what the CL run keeps where only PoCL is installed
+def suites(run: str) -> list[str]:
+  """The test files of a run: CL runs its whole set on Intel's runtime, a part of it on PoCL (5 times slower to build)."""
+  from drivers.cl import intel_runtime_path
+  return CL_ON_POCL if run == "CL" and intel_runtime_path() is None else RUNS[run]
 def cl_env() -> dict[str, str]:
   """The DEV=CL runs' runtime: Intel's CPU runtime where the `cl` extra installed it (about 45 ms per new kernel,
   against PoCL's 250), else what the ICD loader finds."""
@@ -64,24 +70,39 @@ def run_env(run: str) -> dict[str, str]:
   dev, _, count = run.partition(":x")
   return cl_env() if dev == "CL" else {"DEV": dev, **({"MOCKGPU_COUNT": count} if count else {})}
 
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("ptx")
+class DeviceRuns:
+  """Every run started at once, each a pytest subprocess whose output goes to a file (which, unlike a pipe, never fills
+  up and stalls it); the PTX and AMD programs the models ran collect in two temporary folders."""
+  def __init__(self):
+    self.folders = [tempfile.TemporaryDirectory(prefix=f"tg-{kind}-") for kind in ("ptx", "amd")]
+    self.kernels, self.amd_programs = (pathlib.Path(f.name) for f in self.folders)
+    started = [dev for dev in RUNS if available(dev)]
+    self.logs = {dev: tempfile.TemporaryFile("w+") for dev in started}
+    self.procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *suites(dev)], cwd=ROOT,
+                                        env={**os.environ, **run_env(dev), "MOCKGPU_PTX_DIR": str(self.kernels), "MOCKGPU_AMD_CODE_DIR": str(self.amd_programs)},
+                                        stdout=self.logs[dev], stderr=subprocess.STDOUT, text=True)
+                  for dev in started}
+  @functools.cached_property
+  def results(self) -> dict[str, tuple[int, str]]:
+    """{DEV: (exit code, output)}, once every run has ended."""
+    codes = {dev: p.wait() for dev, p in self.procs.items()}
+    for log in self.logs.values(): log.seek(0)
+    return {dev: (codes[dev], self.logs[dev].read()) for dev in self.procs}
+
+@functools.cache
+def device_runs() -> DeviceRuns:
+  """The runs, started by the first call: tests/conftest.py calls it as soon as the suite selects a test that needs
+  them, so they use the core the rest of the suite (one process) leaves idle."""
+  return DeviceRuns()
 
 @pytest.fixture(scope="module")
-def amd_programs(tmp_path_factory) -> pathlib.Path: return tmp_path_factory.mktemp("amd")
+def runs() -> dict[str, tuple[int, str]]: return device_runs().results
 
 @pytest.fixture(scope="module")
-def runs(kernels, amd_programs):
-  """Starts every run at once and waits for all of them: {DEV: (exit code, output)}. Output goes to files, which
-  (unlike pipes) never fill up and stall a run."""
-  started = [dev for dev in RUNS if available(dev)]
-  logs = {dev: tempfile.TemporaryFile("w+") for dev in started}
-  procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *RUNS[dev]], cwd=ROOT,
-                                 env={**os.environ, **run_env(dev), "MOCKGPU_PTX_DIR": str(kernels), "MOCKGPU_AMD_CODE_DIR": str(amd_programs)}, stdout=logs[dev], stderr=subprocess.STDOUT, text=True)
-           for dev in started}
-  codes = {dev: p.wait() for dev, p in procs.items()}
-  for log in logs.values(): log.seek(0)
-  return {dev: (codes[dev], logs[dev].read()) for dev in started}
+def kernels() -> pathlib.Path: return device_runs().kernels
+
+@pytest.fixture(scope="module")
+def amd_programs() -> pathlib.Path: return device_runs().amd_programs
 
 @pytest.mark.parametrize("dev", list(RUNS))
 def test_suites_pass_on(dev, runs):
@@ -100,13 +121,13 @@ def test_every_instruction_of_every_amd_program_has_semantics(run, arch, runs, a
   names = check_code_dir(str(amd_programs), arch)
   assert sum(names.values()) > 10000 and len(names) > 100, names
 
-CL_SUITES = OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"]
-
 @pytest.mark.slow
-def test_suites_pass_on_cl():
-  if not available("CL"): pytest.skip("no OpenCL runtime (pip install -e '.[cl]', or apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
-  run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *CL_SUITES], cwd=ROOT,
-                       env={**os.environ, **cl_env()}, capture_output=True, text=True)
+def test_suites_pass_on_cl_through_the_icd_loader():
+  """The CL run's whole set on what the ICD loader finds (PoCL, with .ci/run's packages), a second OpenCL judge."""
+  from tests.drivers.test_cl import cl_available
+  if not cl_available(): pytest.skip("no OpenCL ICD loader or platform (apt-get install pocl-opencl-icd ocl-icd-libopencl1)")
+  run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *RUNS["CL"]], cwd=ROOT,
+                       env={**os.environ, "DEV": "CL", "CL_RUNTIME": ""}, capture_output=True, text=True)
   assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
 
 def one_module(kernels: pathlib.Path, arch: str) -> str:
