@@ -1,8 +1,8 @@
 """The CL device on a real OpenCL runtime (what the ICD loader finds: PoCL on this machine, installed by .ci/run; or
 Intel's CPU runtime with CL_RUNTIME=intel): every path of the OpenCL C renderer (codegen/opencl.py) run by an
 independent compiler and checked against numpy or the CPU device, and the runtime's errors. The whole op/nn/optim/JIT
-suites on DEV=CL are the slow run in tests/tg/test_on_other_devices.py, on Intel's runtime where the `cl` extra
-installed it (about 45 ms per new kernel, PoCL about 250)."""
+suites on DEV=CL run in tests/tg/test_on_other_devices.py, on Intel's runtime where the `cl` extra installed it
+(about 45 ms per new kernel; on PoCL, about 250, they are the slow run)."""
 import pathlib
 import numpy as np
 import pytest
