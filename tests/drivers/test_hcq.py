@@ -83,8 +83,8 @@ def test_failing_command_is_reported_without_waiting_for_the_timeout(name):
   dev = Device[name]
   dev.compute_queue().exec(Broken(), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
   start = time.perf_counter()
-  with pytest.raises(RuntimeError, match=f"{name} compute engine: ValueError: kernel exploded"): dev.synchronize(timeout_ms=20000)
-  assert time.perf_counter() - start < 5
+  with pytest.raises(RuntimeError, match=f"{name} compute engine: ValueError: kernel exploded"): dev.synchronize(timeout_ms=120000)
+  assert time.perf_counter() - start < 60  # well before the timeout, with room for a machine busy with other test runs
   dev.synchronize()  # the failure is reported once and the device goes on
 
 @pytest.mark.parametrize("name", DEVICES)
@@ -187,8 +187,8 @@ def test_failed_graph_submit_gives_back_the_timeline_value(monkeypatch):
   with pytest.raises(RuntimeError, match="patching failed"): step(x)
   monkeypatch.undo()
   start = time.perf_counter()
-  dev.synchronize(timeout_ms=5000)
-  assert time.perf_counter() - start < 1, "no timeline value is left waiting for a submit that never happened"
+  dev.synchronize(timeout_ms=120000)
+  assert time.perf_counter() - start < 60, "no timeline value is left waiting for a submit that never happened"
   assert step(x).tolist() == [4.0] * 8
 
 def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
@@ -234,7 +234,7 @@ def test_timeout_names_the_stuck_queue_and_what_it_waits_for(name):
     start = time.perf_counter()
     with pytest.raises(HCQTimeoutError, match=rf"{name}: timeline is \d+, waited 80 ms for \d+; {name} compute engine waits for never of {name} \(at 0\) to reach 1"):
       dev.synchronize()
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 60  # the 80 ms timeout, not a hang (room for a busy machine)
   never.value = 1
   dev.synchronize()
 

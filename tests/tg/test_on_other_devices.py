@@ -72,7 +72,8 @@ def run_env(run: str) -> dict[str, str]:
 
 class DeviceRuns:
   """Every run started at once, each a pytest subprocess whose output goes to a file (which, unlike a pipe, never fills
-  up and stalls it); the PTX and AMD programs the models ran collect in two temporary folders."""
+  up and stalls it), niced so that the suite's own process keeps its pace beside them; the PTX and AMD programs the
+  models ran collect in two temporary folders."""
   def __init__(self):
     self.folders = [tempfile.TemporaryDirectory(prefix=f"tg-{kind}-") for kind in ("ptx", "amd")]
     self.kernels, self.amd_programs = (pathlib.Path(f.name) for f in self.folders)
@@ -80,7 +81,7 @@ class DeviceRuns:
     self.logs = {dev: tempfile.TemporaryFile("w+") for dev in started}
     self.procs = {dev: subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *suites(dev)], cwd=ROOT,
                                         env={**os.environ, **run_env(dev), "MOCKGPU_PTX_DIR": str(self.kernels), "MOCKGPU_AMD_CODE_DIR": str(self.amd_programs)},
-                                        stdout=self.logs[dev], stderr=subprocess.STDOUT, text=True)
+                                        stdout=self.logs[dev], stderr=subprocess.STDOUT, text=True, preexec_fn=lambda: os.nice(10))
                   for dev in started}
   @functools.cached_property
   def results(self) -> dict[str, tuple[int, str]]:

@@ -194,8 +194,8 @@ def test_unmapped_pointer_faults_the_channel_and_is_reported(nvdev):
   good = dev.allocator.alloc(64)
   prg(good, GPUBuffer(0x7000_0000_0000, 64), global_size=spec.global_size, local_size=spec.local_size)
   start = time.perf_counter()
-  with pytest.raises((RuntimeError, HCQTimeoutError), match="error notifier status 0xffff, info 31"): dev.synchronize(timeout_ms=20000)
-  assert time.perf_counter() - start < 5, "a channel error is reported without waiting for the timeout"
+  with pytest.raises((RuntimeError, HCQTimeoutError), match="error notifier status 0xffff, info 31"): dev.synchronize(timeout_ms=120000)
+  assert time.perf_counter() - start < 60, "a channel error is reported without waiting for the timeout"
   assert len(model.faults) == 1 and "MMU fault" in model.faults[0] and "0x700000000000" in model.faults[0]
 
 def test_model_checks_what_the_kernel_module_checks(nvdev):
