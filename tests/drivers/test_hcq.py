@@ -203,9 +203,11 @@ def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
 
 class Sleeper:
-  """A program whose execution takes `seconds` (a kernel longer than the wait timeout)."""
-  def __init__(self, seconds: float): self.seconds = seconds
-  def execute(self, args, global_size, local_size): time.sleep(self.seconds)
+  """A program whose execution takes `seconds` (a kernel longer than the wait timeout); `started` is set when it runs."""
+  def __init__(self, seconds: float): self.seconds, self.started = seconds, threading.Event()
+  def execute(self, args, global_size, local_size):
+    self.started.set()
+    time.sleep(self.seconds)
 
 @pytest.mark.parametrize("name", SOFTWARE)
 def test_a_kernel_longer_than_the_timeout_is_no_timeout(name):
@@ -220,8 +222,9 @@ def test_waiting_on_another_device_that_is_working_is_no_timeout():
   cpu, py = Device["CPU"], Device["PYTHON"]
   done = py.new_signal("done")
   with Context(HCQDEV_WAIT_TIMEOUT_MS=30):
-    py.compute_queue().exec(Sleeper(0.4), [], (1, 1, 1), (1, 1, 1)).signal(done, 1).submit(py)
+    py.compute_queue().exec(kernel := Sleeper(0.4), [], (1, 1, 1), (1, 1, 1)).signal(done, 1).submit(py)
     cpu.compute_queue().wait(done, 1).signal(cpu.timeline_signal, cpu.next_timeline()).submit(cpu)
+    assert kernel.started.wait(60)  # PYTHON is working (on a busy machine its engine may take longer than 30 ms to start)
     cpu.synchronize()  # CPU's engine waits for PYTHON's, which is running a kernel
     assert done.value == 1
 
