@@ -200,10 +200,7 @@ class CP:
     if block != hw.SB6_CS_SHADER or kind not in (hw.ST6_SHADER, hw.ST6_CONSTANTS):
       raise CPFault(f"{what} is not modelled (CS constants, shaders, textures, samplers and UAVs are)")
     unit = hw.CONST_UNIT_BYTES if kind == hw.ST6_CONSTANTS else hw.SHADER_UNIT_BYTES
-    if src == hw.SS6_INDIRECT:
-      self.need(p, 3, f"{what} (dword 0 and EXT_SRC_ADDR)")
-      if p[1] & 3: raise CPFault(f"EXT_SRC_ADDR {p[1]:#x}: bits 1:0 are not part of the address (EXT_SRC_ADDR 31:2)")
-      data = self.mem.dwords(p[1] | p[2] << 32, units * unit // 4, what)
+    if src == hw.SS6_INDIRECT: data = self.mem.dwords(self.source_address(p, what), units * unit // 4, what)
     elif src == hw.SS6_DIRECT and kind == hw.ST6_CONSTANTS:
       self.need(p, 1 + units * unit // 4, f"{what} of {units} vec4")
       data = np.array(p[1:], np.uint32)
@@ -213,12 +210,16 @@ class CP:
       self.consts[dst * 4:(dst + units) * 4] = data
     return True
 
+  def source_address(self, p: list[int], what: str) -> int:
+    """The memory address an SS6_INDIRECT load reads from: EXT_SRC_ADDR (bits 31:2) and EXT_SRC_ADDR_HI."""
+    self.need(p, 3, f"{what} (dword 0 and EXT_SRC_ADDR)")
+    if p[1] & 3: raise CPFault(f"EXT_SRC_ADDR {p[1]:#x}: bits 1:0 are not part of the address (EXT_SRC_ADDR 31:2)")
+    return p[1] | p[2] << 32
+
   def load_descriptors(self, p: list[int], table: str, dst: int, units: int, src: int, what: str) -> bool:
     """Copy `units` descriptors from memory into slots dst.. of a CS table, remembering where each came from."""
     if src != hw.SS6_INDIRECT: raise CPFault(f"{what}: {table} descriptors are modelled from memory only (SS6_INDIRECT, as Mesa loads them)")
-    self.need(p, 3, f"{what} (dword 0 and EXT_SRC_ADDR)")
-    if p[1] & 3: raise CPFault(f"EXT_SRC_ADDR {p[1]:#x}: bits 1:0 are not part of the address (EXT_SRC_ADDR 31:2)")
-    n, addr = hw.DESCRIPTOR_DWORDS[table], p[1] | p[2] << 32
+    n, addr = hw.DESCRIPTOR_DWORDS[table], self.source_address(p, what)
     data = [int(v) for v in self.mem.dwords(addr, units * n, what)]
     for i in range(units): self.tables[table][dst + i] = Loaded(tuple(data[i * n:(i + 1) * n]), addr + 4 * n * i)
     return True
