@@ -40,7 +40,7 @@ from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from ir.symbolic import is_multiple_of
-from codegen.renderer import Renderer
+from codegen.renderer import Renderer, buffers_written
 
 NUM_REGS = 48                      # r0..r47 and hr0..hr47 (the registers a kernel may use)
 COMPONENTS = 4 * NUM_REGS
@@ -62,11 +62,9 @@ def f32_bits(x: float) -> int:
 
 def image_slots(uops: list[UOp]) -> tuple[list[UOp], list[UOp]]:
   """The image buffers (DEFINE_GLOBALs) a kernel reads as textures t#0, t#1, ... and writes as IBOs 0, 1, ...: the
-  binding the renderer uses and the driver builds descriptors for. TypeError for an image both read and written."""
-  written = {u.src[0] for u in uops if u.op is Ops.STORE and len(u.src) >= 3}
-  read = {u.src[0] for u in uops if u.op is Ops.LOAD and len(u.src) >= 2}
+  binding the renderer names in the lib for the driver. TypeError for an image both read and written."""
+  written = buffers_written(uops)
   images = [u for u in uops if u.op is Ops.DEFINE_GLOBAL and u.dtype.image]
-  if both := [g.arg for g in images if g in written and g in read]: raise TypeError(f"buffer {both[0]} is an image: a kernel can read it or write it, not both")
   return [g for g in images if g not in written], [g for g in images if g in written]
 
 def check_dtype(dt: DType) -> None:

@@ -19,7 +19,7 @@ from ir.dtype import DType, dtypes
 from ir.ops import Ops
 from ir.uop import UOp
 from ir.symbolic import is_multiple_of
-from codegen.renderer import Renderer
+from codegen.renderer import Renderer, buffers_written
 from codegen.lane_kernel import LaneKernel
 
 # dtype -> (type in registers, type in memory)
@@ -90,10 +90,7 @@ class _Kernel(LaneKernel):
     return f"{helper}({expr})"
 
   def render(self, uops: list[UOp]) -> str:
-    written = {u.src[0] for u in uops if u.op is Ops.STORE and len(u.src) >= 3}
-    read = {u.src[0] for u in uops if u.op is Ops.LOAD and len(u.src) >= 2}
-    if both := [g.arg for g in written & read if g.dtype.image]: raise TypeError(f"buffer {both[0]} is an image: a kernel can read it or write it, not both")
-    self.written = written
+    self.written = buffers_written(uops)
     self.render_all(uops)
     if dtypes.float64 in self.used and not self.renderer.fp64: raise TypeError("this OpenCL device has no cl_khr_fp64: double kernels can't run on it")
     pragmas = [f"#pragma OPENCL EXTENSION cl_khr_fp{bits} : enable" for bits, dt in ((16, dtypes.float16), (64, dtypes.float64))

@@ -16,6 +16,14 @@ class Renderer:
   finite_math: bool = False          # the target's compiler may assume no NaN, inf or -0. and reassociate floats (WGSL allows it)
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
 
+def buffers_written(uops: list[UOp]) -> set[UOp]:
+  """The buffers a linear program stores to; TypeError for an image it also loads from (an image is read or written
+  by a kernel, not both: CL's read_only/write_only images, QCOM's textures and IBOs)."""
+  written = {u.src[0] for u in uops if u.op is Ops.STORE and len(u.src) >= 3}
+  read = {u.src[0] for u in uops if u.op is Ops.LOAD and len(u.src) >= 2}
+  if both := [g.arg for g in written & read if g.dtype.image]: raise TypeError(f"buffer {both[0]} is an image: a kernel can read it or write it, not both")
+  return written
+
 @dataclass
 class ProgramSpec:
   name: str
