@@ -134,6 +134,8 @@ class System:
     return _check(int(ffi.cast("uintptr_t", libc.mmap(ffi.cast("void*", addr), size, prot, flags, fd, offset))), f"mmap of {size} bytes at offset {offset:#x}")
   def _munmap(self, addr: int, size: int) -> None: munmap(addr, size)
   def read_text(self, path: str) -> str: return pathlib.Path(path).read_text()
+  def read_bytes(self, path: str) -> bytes: return pathlib.Path(path).read_bytes()
+  def is_file(self, path: str) -> bool: return pathlib.Path(path).is_file()
   def toolchain(self, vendor_path: str, arch: str):
     """(renderer, compiler) for the GPUs behind `vendor_path`, or None for the vendor's real toolchain (a software
     model supplies one whose binaries it can run)."""

@@ -98,36 +98,21 @@ def cwsr_sizes(node: Node) -> tuple[int, int, int]:
   return ctl_stack, ctl_stack + wg_data, round_up((ctl_stack + wg_data + debug) * node.xccs, PAGE)
 
 class Ring:
-  """A KFD user-mode queue: its ring (host memory the engine reads), the page holding its write and read pointers,
-  and its 64-bit doorbell. PM4 rings count dwords, SDMA rings bytes; a submission never wraps: the ring's tail is
-  filled with NOPs and it goes on at the start."""
-  def __init__(self, dev: AMDDevice, queue_type: int, nop):
-    self.dev, self.nop, self.unit = dev, nop, 4 if queue_type == kfd.QUEUE_TYPE_COMPUTE else 1  # ring bytes per pointer step
-    self.ring = dev.alloc_memory(RING_BYTES, host=True, uncached=True)
-    self.pointers = dev.alloc_memory(PAGE, host=True, uncached=True)  # wptr at 0, rptr at 0x80; each must lie in a one-page mapping
+  """A queue's ring (memory the engine reads), the page holding its write and read pointers, and its 64-bit doorbell.
+  PM4 rings count dwords, SDMA rings bytes; a submission never wraps: the ring's tail is filled with NOPs and it goes
+  on at the start. `flush` runs before the doorbell (the AM driver's HDP flush); `release` takes the queue down."""
+  def __init__(self, dev, name: str, unit: int, nop, ring: GPUBuffer, pointers: GPUBuffer, doorbell: np.ndarray, release, flush=lambda: None):
+    self.dev, self.name, self.unit, self.nop, self.ring, self.pointers, self.doorbell = dev, name, unit, nop, ring, pointers, doorbell
+    self.release, self.flush = release, flush
     self.words = np.frombuffer(memoryview_at(self.ring.cpu, RING_BYTES), dtype=np.uint32)
-    pointers = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
-    self.wptr_mem, self.rptr_mem = pointers[0:1], pointers[16:17]
-    extra, self.eop, self.cwsr = {}, None, None
-    if queue_type == kfd.QUEUE_TYPE_COMPUTE:
-      ctl_stack, save_restore, cwsr = cwsr_sizes(dev.node)
-      self.eop, self.cwsr = dev.alloc_memory(EOP_BYTES), dev.alloc_memory(cwsr)
-      extra = dict(eop_buffer_address=self.eop.va, eop_buffer_size=EOP_BYTES, ctx_save_restore_address=self.cwsr.va,
-                   ctx_save_restore_size=save_restore, ctl_stack_size=ctl_stack)
-    args = dev.kfd_call("CREATE_QUEUE", "kfd_ioctl_create_queue_args", ring_base_address=self.ring.va, ring_size=RING_BYTES,
-                        write_pointer_address=self.pointers.va, read_pointer_address=self.pointers.va + 0x80, gpu_id=dev.node.gpu_id,
-                        queue_type=queue_type, queue_percentage=kfd.MAX_QUEUE_PERCENTAGE, queue_priority=7, **extra)
-    self.queue_id = args.queue_id
-    self.doorbell = dev.doorbell_at(args.doorbell_offset)
+    pointers_view = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
+    self.wptr_mem, self.rptr_mem = pointers_view[0:1], pointers_view[16:17]  # wptr at 0, rptr at 0x80: one page
     self.wptr = 0  # in pointer steps, never wrapping
+
+  def destroy(self) -> None: self.release()
 
   @property
   def rptr(self) -> int: return int(self.rptr_mem[0])
-
-  def destroy(self) -> None:
-    self.dev.kfd_call("DESTROY_QUEUE", "kfd_ioctl_destroy_queue_args", queue_id=self.queue_id)
-    for buf in (self.ring, self.pointers, self.eop, self.cwsr):
-      if buf is not None: self.dev.free_memory(buf)
 
   def submit(self, words: list[int]) -> None:
     steps_per_dword, ring_steps = 4 // self.unit, RING_BYTES // self.unit
@@ -143,14 +128,32 @@ class Ring:
     self.words[at // steps_per_dword:at // steps_per_dword + len(words)] = words
     self.wptr += n
     self.wptr_mem[0] = self.wptr
+    self.flush()
     self.doorbell[0] = self.wptr
 
   def wait_for_room(self, steps: int, ring_steps: int) -> None:
     deadline = time.perf_counter() + HCQDEV_WAIT_TIMEOUT_MS.value / 1000
     while (self.wptr - self.rptr) % ring_steps + steps >= ring_steps:  # the read pointer may count on or wrap: compare modulo
       if (err := self.dev.check_faults()) is not None or time.perf_counter() > deadline:
-        raise HCQTimeoutError(err or f"{self.dev.device}: queue {self.queue_id} stays full (read pointer {self.rptr}, write pointer {self.wptr})")
+        raise HCQTimeoutError(err or f"{self.dev.device}: {self.name} stays full (read pointer {self.rptr}, write pointer {self.wptr})")
       time.sleep(50e-6)
+
+def kfd_ring(dev: AMDDevice, queue_type: int, nop) -> Ring:
+  """A KFD user-mode queue (CREATE_QUEUE) on a ring and pointer page in host memory."""
+  ring, pointers = dev.alloc_memory(RING_BYTES, host=True, uncached=True), dev.alloc_memory(PAGE, host=True, uncached=True)
+  extra, owned = {}, [ring, pointers]
+  if queue_type == kfd.QUEUE_TYPE_COMPUTE:
+    ctl_stack, save_restore, cwsr_bytes = cwsr_sizes(dev.node)
+    eop, cwsr = dev.alloc_memory(EOP_BYTES), dev.alloc_memory(cwsr_bytes)
+    owned += [eop, cwsr]
+    extra = dict(eop_buffer_address=eop.va, eop_buffer_size=EOP_BYTES, ctx_save_restore_address=cwsr.va, ctx_save_restore_size=save_restore, ctl_stack_size=ctl_stack)
+  args = dev.kfd_call("CREATE_QUEUE", "kfd_ioctl_create_queue_args", ring_base_address=ring.va, ring_size=RING_BYTES,
+                      write_pointer_address=pointers.va, read_pointer_address=pointers.va + 0x80, gpu_id=dev.node.gpu_id,
+                      queue_type=queue_type, queue_percentage=kfd.MAX_QUEUE_PERCENTAGE, queue_priority=7, **extra)
+  def release():
+    dev.kfd_call("DESTROY_QUEUE", "kfd_ioctl_destroy_queue_args", queue_id=args.queue_id)
+    for buf in owned: dev.free_memory(buf)
+  return Ring(dev, f"queue {args.queue_id}", 4 if queue_type == kfd.QUEUE_TYPE_COMPUTE else 1, nop, ring, pointers, dev.doorbell_at(args.doorbell_offset), release)
 
 class AMDProgram(HCQProgram):
   """A kernel of a linked code object: the image in video memory, and the compute registers from its descriptor."""
@@ -189,11 +192,19 @@ class AMDDevice(HCQCompiled):
   its spin sleeps in WAIT_EVENTS instead of polling."""
   timestamp_ticks_per_us = GPU_CLOCK_MHZ
   signal_t = AMDSignal
-  def __init__(self, device: str):
+  def __new__(cls, device: str):
+    """Over a PCI function with no kernel driver (DEV=PCI+AMD, MOCKPCI+AMD) the AM driver runs it (am_device.py)."""
     target = target_for(parse_targets(DEV.value), "AMD")
     if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
-    if target.interface in ("USB", "MOCKUSB", "PCI", "MOCKPCI"):  # issue 17
-      raise DeviceUnavailable(f"AMD unavailable: the {target.interface} interface needs the AM driver, not written yet (scripts/usb_scan.py finds USB bridges)")
+    if target.interface in ("USB", "MOCKUSB"):  # issue 17
+      raise DeviceUnavailable(f"AMD unavailable: the AM driver doesn't run over the USB bridge yet (scripts/usb_scan.py finds bridges)")
+    if cls is AMDDevice and target.interface in ("PCI", "MOCKPCI"):
+      from drivers.amd.am_device import AMPCIDevice
+      return super().__new__(AMPCIDevice)
+    return super().__new__(cls)
+
+  def __init__(self, device: str):
+    target = target_for(parse_targets(DEV.value), "AMD")
     self.system = system_for(target.interface)
     index = int(device.split(":")[1]) if ":" in device else 0
     try: self.session = session_of(self.system)
@@ -266,7 +277,7 @@ class AMDDevice(HCQCompiled):
     self.map_here(src)  # this GPU's SDMA engine reads the peer's video memory directly
     super().transfer(dest, src, nbytes, src_dev)
 
-  def new_rings(self) -> dict[str, Ring]: return {"compute": Ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": Ring(self, kfd.QUEUE_TYPE_SDMA, _sdma_nop)}
+  def new_rings(self) -> dict[str, Ring]: return {"compute": kfd_ring(self, kfd.QUEUE_TYPE_COMPUTE, pm4.nop), "copy": kfd_ring(self, kfd.QUEUE_TYPE_SDMA, sdma_nop)}
 
   def kfd_call(self, name: str, struct: str, **fields): return kfd.call(self.system, self.kfd, name, struct, **fields)
 
@@ -414,4 +425,4 @@ class AMDDevice(HCQCompiled):
     if hw.gpu_id == self.node.gpu_id: return f"{self.device}: GPU hardware exception (reset type {hw.reset_type}, cause {hw.reset_cause})"
     return None
 
-def _sdma_nop(dwords: int) -> list[int]: return [0] * dwords  # SDMA's NOP packet is one zero dword
+def sdma_nop(dwords: int) -> list[int]: return [0] * dwords  # SDMA's NOP packet is one zero dword

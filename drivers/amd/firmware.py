@@ -5,6 +5,7 @@ ucode_array_offset_bytes + offset_bytes). Version 2.1 tables (an auxiliary set o
 from __future__ import annotations
 import lzma, pathlib, struct
 from ir.switches import AMD_FIRMWARE_DIR
+from drivers.system import real_system
 
 # common_firmware_header: size_bytes, header_size_bytes, header_version_major, _minor, ip_version_major, _minor,
 # ucode_version, ucode_size_bytes, ucode_array_offset_bytes, crc32
@@ -50,12 +51,12 @@ def sdma_threads(data: bytes, name: str) -> tuple[bytes, bytes]:
   _, ctx_size, _, _, ctl_at, ctl_size, _, _ = struct.unpack_from(SDMA_V2_FIELDS, data, struct.calcsize(COMMON_HEADER))
   return _checked_slice(data, array_at, ctx_size, "the context thread", name), _checked_slice(data, ctl_at, ctl_size, "the control thread", name)
 
-def read(name: str) -> bytes:
+def read(name: str, system=real_system) -> bytes:
   """The firmware file `name` (e.g. psp_13_0_0_sos.bin) from AMD_FIRMWARE_DIR, decompressing a .xz copy."""
   folder = pathlib.Path(AMD_FIRMWARE_DIR.value)
-  if (path := folder / name).is_file(): return path.read_bytes()
-  if (packed := folder / f"{name}.xz").is_file(): return lzma.decompress(packed.read_bytes())
-  if (folder / f"{name}.zst").is_file(): raise FileNotFoundError(f"{folder / name}.zst is zstd-compressed: unpack it (zstd -d) next to it")
+  if system.is_file(path := str(folder / name)): return system.read_bytes(path)
+  if system.is_file(packed := f"{path}.xz"): return lzma.decompress(system.read_bytes(packed))
+  if system.is_file(f"{path}.zst"): raise FileNotFoundError(f"{path}.zst is zstd-compressed: unpack it (zstd -d) next to it")
   raise FileNotFoundError(f"AMD firmware {name} not found in {folder} (install linux-firmware, or point AMD_FIRMWARE_DIR at its amdgpu folder)")
 
 def psp_components(data: bytes, name: str = "the SOS file") -> dict[int, bytes]:
@@ -75,3 +76,14 @@ def psp_components(data: bytes, name: str = "the SOS file") -> dict[int, bytes]:
     if start + length > len(data): raise FirmwareError(f"{name}: component {COMPONENT_NAMES.get(fw_type, fw_type)} (descriptor at offset {at}) runs past the end")
     out[fw_type] = data[start:start + length]
   return out
+
+GFX_V2_FIELDS = "<IIIIIII"  # gfx_firmware_header_v2_0 after the common header: ucode_feature_version, ucode_size_bytes,
+# ucode_offset_bytes, data_size_bytes, data_offset_bytes, ucode_start_addr_lo, ucode_start_addr_hi
+
+def rs64_images(data: bytes, name: str) -> tuple[bytes, bytes, int]:
+  """(the ucode, its stack, the ucode's start address) of a gfx_firmware_header_v2_0 file, an RS64 engine's
+  (amdgpu_ucode_init_single_fw: the ucode at ucode_array_offset_bytes, the stack at data_offset_bytes)."""
+  _, _, major, minor, _, _, _, _, array_at, _ = _common_header(data, name, "a gfx v2 header", struct.calcsize(GFX_V2_FIELDS))
+  if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, an RS64 engine's file is 2.0")
+  _, ucode_size, _, data_size, data_at, start_lo, start_hi = struct.unpack_from(GFX_V2_FIELDS, data, struct.calcsize(COMMON_HEADER))
+  return _checked_slice(data, array_at, ucode_size, "the ucode", name), _checked_slice(data, data_at, data_size, "the stack", name), start_hi << 32 | start_lo

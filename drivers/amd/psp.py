@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct, time
 from drivers.amd import firmware
 from drivers.amd.pci_gpu import wait_for
+from drivers.system import real_system
 from drivers.amd.firmware import COMPONENT_NAMES, DBG_DRV, INTF_DRV, KDB, RAS_DRV, SOC_DRV, SOS, SPL, SYS_DRV, FirmwareError
 
 # mp_13_0_0_offset.h: from MP0's register base
@@ -112,12 +113,12 @@ class CommandRing:
     mc = self.vram_start + staging
     self.submit(GFX_CMD_ID_LOAD_IP_FW, struct.pack("<IIII", mc & 0xFFFFFFFF, mc >> 32, len(blob), fw_type), f"load firmware of type {fw_type}")
 
-def smu_and_sdma_firmware(mp1_version: tuple[int, int, int], sdma_version: tuple[int, int, int]) -> list[tuple[int, bytes]]:
+def smu_and_sdma_firmware(mp1_version: tuple[int, int, int], sdma_version: tuple[int, int, int], system=real_system) -> list[tuple[int, bytes]]:
   """(psp_gfx_fw_type, image) of the SMU's and SDMA's firmware from AMD_FIRMWARE_DIR, in the order amdgpu loads them
   (psp_load_smu_fw first, then psp_load_non_psp_fw by AMDGPU_UCODE_ID: SDMA's context thread, then its control one)."""
   smu_name, sdma_name = firmware.file_name("smu", mp1_version), firmware.file_name("sdma", sdma_version)
-  context, control = firmware.sdma_threads(firmware.read(sdma_name), sdma_name)
-  return [(GFX_FW_TYPE_SMU, firmware.ucode(firmware.read(smu_name), smu_name)), (GFX_FW_TYPE_SDMA_UCODE_TH0, context), (GFX_FW_TYPE_SDMA_UCODE_TH1, control)]
+  context, control = firmware.sdma_threads(firmware.read(sdma_name, system), sdma_name)
+  return [(GFX_FW_TYPE_SMU, firmware.ucode(firmware.read(smu_name, system), smu_name)), (GFX_FW_TYPE_SDMA_UCODE_TH0, context), (GFX_FW_TYPE_SDMA_UCODE_TH1, control)]
 
 def _wait(gpu, reg: int, reg_name: str, done, what: str, wait_s: float) -> None:
   finished, value = wait_for(lambda: gpu.reg_read(reg), done, wait_s)

@@ -29,6 +29,7 @@ class DeviceModel:
   def munmap(self, handle: Any, addr: int, size: int) -> None: pass  # the model owns the memory it mapped
   def toolchain(self, arch: str) -> tuple[Any, Any] | None: return None
   def read_text(self, path: str) -> str: raise OSError(errno.ENOENT, f"{path}: not modelled")
+  def read_bytes(self, path: str) -> bytes: raise OSError(errno.ENOENT, f"{path}: not modelled")
   def listdir(self, path: str) -> list[str]: return []
   def library(self, ffi) -> Any: raise OSError(errno.ENOENT, f"{type(self).__name__} models no library")
 
@@ -108,8 +109,11 @@ class MockSystem(System):
   def pci_config_read(self, address: str, offset: int, size: int = 4) -> int: return self._function(address).config_read(offset, size)
   def pci_config_write(self, address: str, offset: int, value: int, size: int = 4) -> None: self._function(address).config_write(offset, value, size)
   def map_bar(self, address: str, i: int):
+    """As a sysfs resource file mapped: a memory BAR's loads and stores reach its memory, a register BAR's the model."""
+    from drivers.pci import MappedBar
     from drivers.mock.pci_function import ModelBar
-    return ModelBar(self._function(address), i)
+    fn = self._function(address)
+    return ModelBar(fn, i) if fn.bars[i].registers is not None else MappedBar(fn.bars[i].memory)
   def _function(self, address: str):
     if (f := self.pci_functions.get(address)) is None: raise OSError(errno.ENOENT, f"/sys/bus/pci/devices/{address}: no such function in the model")
     return f
@@ -123,13 +127,26 @@ class MockSystem(System):
   def listdir(self, path: str) -> list[str]:
     try: return self._model(path.rstrip("/") + "/").listdir(path)
     except OSError: return []
+  def _file_model(self, path: str) -> DeviceModel | None:
+    """The model registered for `path`'s folder, if any (files elsewhere are the real ones: a test's own folder)."""
+    return next((m for prefix, m in self.models.items() if path.startswith(prefix)), None)
+  def read_bytes(self, path: str) -> bytes:
+    return super().read_bytes(path) if (model := self._file_model(path)) is None else model.read_bytes(path)
+  def is_file(self, path: str) -> bool:
+    if (model := self._file_model(path)) is None: return super().is_file(path)
+    try: model.read_bytes(path)
+    except OSError: return False
+    return True
 
 mock_system = MockSystem()
 
 @functools.cache
 def bare_pci_machine() -> MockSystem:
   """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to (DEV=MOCKPCI+...)."""
+  from ir.switches import AMD_FIRMWARE_DIR
+  from drivers.mock.amd.firmware_files import FirmwareFolder
   from drivers.mock.amd.pci_gpu import enumerated_gpu
   system = MockSystem(usb_bridge=False)
   system.pci_functions["0000:03:00.0"] = enumerated_gpu()
+  system.register(AMD_FIRMWARE_DIR.value.rstrip("/") + "/", FirmwareFolder(AMD_FIRMWARE_DIR.value))  # linux-firmware's files, the model's
   return system

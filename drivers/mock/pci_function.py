@@ -4,13 +4,20 @@ back the size mask; bits 3:0 are read-only type flags) and what is behind each B
 model answers."""
 from __future__ import annotations
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
+from drivers import system
 
 VENDOR_ID, DEVICE_ID, COMMAND, REVISION_CLASS, HEADER_TYPE, BAR0 = 0x00, 0x02, 0x04, 0x08, 0x0E, 0x10
 COMMAND_MEMORY = 1 << 1  # memory space enable: BARs decode only with it set
 BAR_64BIT, BAR_PREFETCHABLE = 0x4, 0x8
-PAGE = 4096  # a request of up to 4 bytes at a 4-byte-aligned dword never crosses one
+MAP_NORESERVE = 0x4000
+
+def reserve(size: int) -> memoryview:
+  """`size` bytes of zeroed memory, backed only where touched (a model GPU's video memory is many GiB)."""
+  at = system._check(int(system.ffi.cast("uintptr_t", system.libc.mmap(system.ffi.NULL, size, system.PROT_READ | system.PROT_WRITE,
+                                                                      system.MAP_PRIVATE | system.MAP_ANONYMOUS | MAP_NORESERVE, -1, 0))), f"mmap({size} bytes)")
+  return system.memoryview_at(at, size)
 
 class Registers(Protocol):
   """What answers the requests to a register BAR (offsets from the BAR's start)."""
@@ -19,9 +26,14 @@ class Registers(Protocol):
 
 @dataclass
 class Bar:
+  """A BAR and what is behind it: registers a device model answers, or memory (its own, or a view of the device's,
+  such as a GPU's video memory aperture) that loads and stores reach directly."""
   size: int
   wide: bool = True                  # 64 bits (two BAR registers), prefetchable memory; else 32-bit, not prefetchable
-  registers: Registers | None = None  # None: plain memory
+  registers: Registers | None = None
+  memory: memoryview | None = field(default=None, repr=False)  # None with no registers: fresh memory of `size` bytes
+  def __post_init__(self):
+    if self.registers is None and self.memory is None: self.memory = reserve(self.size)
   @property
   def flags(self) -> int: return BAR_64BIT | BAR_PREFETCHABLE if self.wide else 0
 
@@ -32,7 +44,6 @@ class PCIFunction:
     struct.pack_into("<HH", self.config, VENDOR_ID, vendor, device)
     struct.pack_into("<I", self.config, REVISION_CLASS, class_code << 8 | revision)
     self.bars = bars or {}
-    self.pages: dict[tuple[int, int], bytearray] = {}  # (BAR, page): memory BARs, made as they are written (a GPU's is large)
     for i, bar in self.bars.items(): struct.pack_into("<I", self.config, BAR0 + 4 * i, bar.flags)
 
   def config_read(self, offset: int, size: int = 4) -> int: return int.from_bytes(self.config[offset:offset + size], "little")
@@ -70,13 +81,12 @@ class PCIFunction:
     return None
 
   def read(self, bar: int, offset: int, size: int) -> bytes:
-    if (regs := self.bars[bar].registers) is not None: return regs.read(offset, size)
-    page = self.pages.get((bar, offset // PAGE))
-    return bytes(size) if page is None else bytes(page[offset % PAGE:offset % PAGE + size])
+    b = self.bars[bar]
+    return b.registers.read(offset, size) if b.registers is not None else bytes(b.memory[offset:offset + size])
   def write(self, bar: int, offset: int, data: bytes) -> None:
-    if (regs := self.bars[bar].registers) is not None: return regs.write(offset, data)
-    page = self.pages.setdefault((bar, offset // PAGE), bytearray(PAGE))
-    page[offset % PAGE:offset % PAGE + len(data)] = data
+    b = self.bars[bar]
+    if b.registers is not None: return b.registers.write(offset, data)
+    b.memory[offset:offset + len(data)] = data
 
   def resource_file(self) -> str:
     """The sysfs `resource` file: "start end flags" of each of the six BARs (a 64-bit BAR's upper register reads as unused)."""
@@ -88,14 +98,13 @@ class PCIFunction:
     return "\n".join(rows) + "\n"
 
 class ModelBar:
-  """BAR i of a modelled function as a mapped BAR (drivers/pci.py Bar): accesses go to the function's model, so
-  register side effects (an index/data window) happen as on hardware."""
+  """A register BAR i of a modelled function as a mapped BAR (drivers/pci.py Bar): accesses go to the function's
+  model, so register side effects (an index/data window) happen as on hardware. (A memory BAR maps as memory.)"""
   def __init__(self, function: PCIFunction, i: int): self.function, self.i = function, i
   def read32(self, offset: int) -> int: return int.from_bytes(self.function.read(self.i, offset, 4), "little")
   def write32(self, offset: int, value: int) -> None: self.function.write(self.i, offset, value.to_bytes(4, "little"))
   def write(self, offset: int, data: bytes) -> None:
     at = 0
-    while at < len(data):  # a memory BAR is kept in pages: each piece stays within one
-      n = min(len(data) - at, PAGE - (offset + at) % PAGE)
-      self.function.write(self.i, offset + at, data[at:at + n])
-      at += n
+    while at < len(data):  # as a CPU's stores reach registers: a dword at a time
+      self.function.write(self.i, offset + at, data[at:at + 4])
+      at += 4

@@ -108,6 +108,9 @@ class Queue:
   doorbell_id: int = 0          # its 64-bit slot in the doorbell page
   engine: object = None         # its PM4Engine / SDMAEngine
   faulted: bool = False
+  rptr_bits: int = 64           # the read pointer written back at rptr_va (0: none)
+  rung: Callable[[Queue], None] | None = None   # checks a new doorbell value before the engine runs up to it
+  last_doorbell: int = 0
 
 @dataclass(eq=False)
 class Frame:
@@ -211,7 +214,11 @@ class GPU:
 
   def step(self, q: Queue) -> bool:
     """Runs the queue's packets up to its doorbell's write pointer; True if it did anything."""
-    try: return q.engine.run(int(q.doorbell[0]))
+    try:
+      wptr = int(q.doorbell[0])
+      if wptr != q.last_doorbell and q.rung is not None: q.rung(q)
+      q.last_doorbell = wptr
+      return q.engine.run(wptr)
     except GPUFault as e: self.fault(q, e)
     except ShaderFault as e: self.fault(q, GPUFault(f"shader fault: {e}", e.address))
     except Exception as e: self.fault(q, GPUFault(f"{type(e).__name__}: {e}"))   # a model bug must not kill the thread

@@ -34,7 +34,7 @@ class PM4Engine:
         continue
       if not self.packet(f): break
       worked = True
-      self.gpu.write(self.queue.rptr_va, ring.pos, 64, "read pointer write-back")
+      if self.queue.rptr_bits: self.gpu.write(self.queue.rptr_va, ring.pos, self.queue.rptr_bits, "read pointer write-back")
     return worked
 
   def packet(self, f: Frame) -> bool:

@@ -29,7 +29,7 @@ class SDMAEngine:
         continue
       if not self.packet(f): break
       worked = True
-      self.gpu.write(self.queue.rptr_va, 4 * ring.pos, 64, "read pointer write-back")
+      if self.queue.rptr_bits: self.gpu.write(self.queue.rptr_va, 4 * ring.pos, self.queue.rptr_bits, "read pointer write-back")
     return worked
 
   def length(self, f: Frame, header: int, op: int) -> int:

@@ -37,7 +37,7 @@ def test_each_check_names_what_failed(at, value, message):
 
 def test_the_models_builder_agrees_with_the_parser():
   ips = parse(discovery_binary(NAVI31_IPS))
-  assert [(ip.hw_id, ip.version, ip.bases) for ip in ips] == [(h, v, (base,)) for h, (_, v, base) in NAVI31_IPS.items()]
+  assert [(ip.hw_id, ip.version, ip.bases) for ip in ips] == [(h, v, bases) for h, (_, v, bases) in NAVI31_IPS.items()]
   mp0 = next(ip for ip in ips if ip.name == "MP0")
   assert mp0.bases[0] + 0x61 == pci_gpu.MP0_SMN_C2PMSG_33  # where amdgpu reads C2PMSG_33 before it has the table
 

@@ -18,8 +18,8 @@ from drivers.usb.asm24 import ASM24Bridge, BridgedFunction, find_bridges
 
 # fw_type (amdgpu_ucode.h enum psp_fw_type): KDB 3, SYS_DRV 2, SOC_DRV 7, SOS 1
 COMPONENTS = {3: b"key database" * 5, 2: b"system driver " * 20, 7: b"soc driver", 1: b"secure os image " * 30}
-MP0 = next(base for name, _, base in NAVI31_IPS.values() if name == "MP0")
-MMHUB = next(base for name, _, base in NAVI31_IPS.values() if name == "MMHUB")
+MP0 = next(bases[0] for name, _, bases in NAVI31_IPS.values() if name == "MP0")
+MMHUB = next(bases[0] for name, _, bases in NAVI31_IPS.values() if name == "MMHUB")
 STAGING = 256 << 20
 
 def sos_file(components: dict[int, bytes], version=(2, 0)) -> bytes:

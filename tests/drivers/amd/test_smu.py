@@ -6,7 +6,7 @@ from drivers.mock.amd.pci_gpu import NAVI31_IPS
 from drivers.mock.amd import smu as model_smu
 from tests.drivers.amd.test_psp import STAGING, TMR, ring_of, started_gpu
 
-MP1 = next(base for name, _, base in NAVI31_IPS.values() if name == "MP1")
+MP1 = next(bases[0] for name, _, bases in NAVI31_IPS.values() if name == "MP1")
 
 def gpu_with_smu_firmware():
   gpu, model = started_gpu()

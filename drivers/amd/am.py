@@ -1,0 +1,105 @@
+"""AM: an RDNA3 GPU brought up from userspace with no kernel driver (a PCI function with nothing bound, reached
+through sysfs; DEV=PCI+AMD, or DEV=MOCKPCI+AMD against drivers/mock/amd/pci_gpu.py). In amdgpu's order: the IP
+discovery table; the PSP's secure OS, its ring and trusted memory, then the SMU's, SDMA's and the RS64 MEC's firmware
+through it (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the HDP flush register moved into BAR 5
+(nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the MEC started; a compute queue and an
+SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
+arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
+visible to the GPU. Not done yet (issue 17): the IH ring (tg polls its signals), the RLC/IMU, a reset for a second
+bring-up, and the same over the USB bridge."""
+from __future__ import annotations
+import numpy as np
+from drivers import system as sysmod
+from drivers.amd import am_queues, firmware, gmc, psp, smu
+from drivers.amd.discovery import IP
+from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR
+from drivers.gpu_memory import AddressSpace
+from drivers.pci import bar_size
+
+MIB = 1 << 20
+VMID = 1                  # amdgpu gives graphics and compute VMIDs 1..7 (gmc_v11_0_sw_init)
+VA_BASE = 1 << 44         # GPU virtual address of video memory offset 0 in that VMID
+PSP_STAGING, PSP_RING, PSP_CMD, PSP_FENCE = 0, MIB, MIB + 0x1000, MIB + 0x2000  # the PSP's buffers, at the start of video memory
+FIRST_FREE = 2 * MIB
+TMR_BYTES = 4 * MIB       # the secure OS's trusted memory, below the discovery table at the top
+HDP_REMAP, HDP_REMAP_BYTE = 0x12D, 0x7F000  # nbio_4_3_0 BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL (BASE_IDX 2); MMIO_REG_HOLE_OFFSET
+# psp_gfx_if.h enum psp_gfx_fw_type
+RS64_MEC, RS64_MEC_P0_STACK = 89, 94
+MEC_PIPES = 4
+# What kfd_topology.c would publish for each GC version (the AM driver has no amdkfd to ask)
+GC_PROPERTIES = {(11, 0, 0): dict(gfx_target_version=110000, simd_count=192, simd_per_cu=2, array_count=12, simd_arrays_per_engine=2,
+                                  max_waves_per_simd=16, lds_size_in_kb=64, num_xcc=1)}
+
+class AMError(RuntimeError):
+  """A bring-up step failed: which one, and what the GPU said."""
+
+class AM:
+  """One GPU brought up: its registers, video memory (the CPU-visible part mapped), the VMID's page tables."""
+  def __init__(self, gpu: PCIGPU, system):
+    self.gpu, self.system = gpu, system
+    self.ips: dict[str, IP] = {ip.name: ip for ip in gpu.discovery()}
+    if (version := self.ips["GC"].version) not in GC_PROPERTIES: raise AMError(f"GC {'.'.join(map(str, version))}: the AM driver knows {', '.join('.'.join(map(str, v)) for v in GC_PROPERTIES)}")
+    self.properties = GC_PROPERTIES[version]
+    self.vram_bytes, self.visible = gpu.vram_bytes, bar_size(gpu.pci, VRAM_BAR)[0]
+    self.vram_bar = gpu.pci.bar(VRAM_BAR)
+    self.vram_cpu = sysmod.address_of(self.vram_bar.view)
+    self.doorbells = gpu.pci.bar(2).view
+    tmr = (self.vram_bytes - (64 << 10) - TMR_BYTES) & ~(MIB - 1)
+    self.visible_space, self.hidden_space = AddressSpace(FIRST_FREE, self.visible), AddressSpace(self.visible, tmr)
+    self.fb_base = psp.fb_base(gpu, self.base("MMHUB"))
+    self.load_firmware(tmr)
+    gpu.reg_write(self.base("NBIF", 2) + HDP_REMAP, HDP_REMAP_BYTE)
+    self.page_tables = gmc.PageTables(self.alloc_table, self.table_view)
+    gmc.enable_vmid(self.gc_write0, VMID, self.page_tables.root)
+    self.flush_hdp()
+    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    am_queues.start_mec(self.gc_write, self.mec_start)
+
+  # ---- registers
+  def base(self, ip: str, segment: int = 0) -> int: return self.ips[ip].bases[segment]
+  def gc_write(self, reg: tuple[int, int], value: int) -> None: self.gpu.reg_write(self.base("GC", reg[0]) + reg[1], value)
+  def gc_write0(self, offset: int, value: int) -> None: self.gpu.reg_write(self.base("GC") + offset, value)
+  def gc_read0(self, offset: int) -> int: return self.gpu.reg_read(self.base("GC") + offset)
+  def flush_hdp(self) -> None:
+    """CPU writes to video memory reach it (amdgpu_hdp.c amdgpu_hdp_generic_flush: write 0, read back)."""
+    self.gpu.reg_write(HDP_REMAP_BYTE // 4, 0)
+    self.gpu.reg_read(HDP_REMAP_BYTE // 4)
+
+  # ---- bring-up
+  def load_firmware(self, tmr: int) -> None:
+    mp0, mp1 = self.base("MP0"), self.base("MP1")
+    sos = firmware.sos_file_name(self.ips["MP0"].version)
+    psp.start_secure_os(self.gpu, mp0, self.fb_base, firmware.psp_components(firmware.read(sos, self.system), sos), PSP_STAGING)
+    psp.create_ring(self.gpu, mp0, self.fb_base, PSP_RING)
+    ring = psp.CommandRing(self.gpu, mp0, self.fb_base, PSP_RING, PSP_CMD, PSP_FENCE)
+    ring.setup_tmr(tmr, TMR_BYTES)
+    mec = firmware.file_name("gc", self.ips["GC"].version, "_mec")
+    ucode, stack, self.mec_start = firmware.rs64_images(firmware.read(mec, self.system), mec)
+    images = psp.smu_and_sdma_firmware(self.ips["MP1"].version, self.ips["SDMA0"].version, self.system)
+    images += [(RS64_MEC, ucode), *((RS64_MEC_P0_STACK + pipe, stack) for pipe in range(MEC_PIPES))]
+    for fw_type, image in images: ring.load_ip_firmware(fw_type, PSP_STAGING, image)
+    self.smu_version = smu.version(self.gpu, mp1)
+
+  # ---- video memory
+  def alloc(self, size: int, cpu_access: bool) -> tuple[int, int | None]:
+    """(video memory offset, CPU address or None) of `size` bytes (a multiple of 4 KiB), mapped at VA_BASE + offset."""
+    try: at = (self.visible_space if cpu_access else self.hidden_space).alloc(size, gmc.PAGE)
+    except MemoryError:
+      if cpu_access: raise MemoryError(f"AM: the {self.visible >> 20} MiB of video memory the CPU sees are used up ({size} bytes wanted)") from None
+      return self.alloc(size, True)
+    self.page_tables.map(VA_BASE + at, at, size)
+    self.flush_hdp()
+    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    return at, self.vram_cpu + at if at < self.visible else None
+
+  def free(self, at: int, size: int) -> None:
+    self.page_tables.unmap(VA_BASE + at, size)
+    self.flush_hdp()
+    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    (self.visible_space if at < self.visible else self.hidden_space).free(at, size)
+
+  def alloc_table(self) -> int:
+    at = self.visible_space.alloc(gmc.PAGE, gmc.PAGE)
+    self.table_view(at)[:] = 0
+    return at
+  def table_view(self, at: int) -> np.ndarray: return np.frombuffer(self.vram_bar.view, np.uint64, gmc.ENTRIES, at)

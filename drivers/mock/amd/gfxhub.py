@@ -1,0 +1,116 @@
+"""The GFX hub of an RDNA3 GPU (GC 11.0.0's GCVM registers): how the command processor, the shader core and SDMA
+reach video memory through a VMID's page tables, as a driver without amdgpu.ko must set them up. Its rules:
+- a VMID translates only while its context is enabled (GCVM_CONTEXTn_CNTL.ENABLE_CONTEXT), between its START and
+  END page numbers (inclusive, 4 KiB pages: gfxhub_v3_0.c gfxhub_v3_0_setup_vmid_config);
+- the walk starts at CONTEXTn_PAGE_TABLE_BASE_ADDR, a physical address with VALID in bit 0, and goes down
+  PAGE_TABLE_DEPTH directory levels of 512 entries each to a table of 2^(9 + PAGE_TABLE_BLOCK_SIZE) PTEs
+  (amdgpu_vm_pt.c amdgpu_vm_pt_level_shift; depth 0 is one flat table, context 0's GART);
+- entries hold physical addresses in bits 47:12 and VALID in bit 0; a PDB0 entry with PDE_PTE (bit 54) maps its
+  whole 2 MiB (the comment above gmc_v11_0.c gmc_v11_0_get_vm_pde, amdgpu_vm.h's bits); SYSTEM (bit 1) pages are
+  system memory, which this model has none of;
+- translations are cached: page-table writes reach the engines only after a TLB invalidation for that VMID through
+  GCVM_INVALIDATE_ENGx_REQ, which answers in ENGx_ACK's PER_VMID bits (gmc_v11_0.c gmc_v11_0_flush_gpu_tlb);
+- a faulting access leaves its page and VMID in GCVM_L2_PROTECTION_FAULT_ADDR_LO32/HI32 and _STATUS (field layout
+  gc_11_0_0_sh_mask.h; that the address is the page number, address >> 12, is the model's reading of the IV the
+  fault interrupt carries: gmc_v11_0.c gmc_v11_0_process_interrupt). Permission bits (R/W/X) are not checked.
+Physical addresses are offsets into video memory (MC_VM_FB_OFFSET reads 0: amdgpu_gmc.c amdgpu_gmc_vram_mc2pa)."""
+from __future__ import annotations
+from typing import Callable
+import numpy as np
+from drivers import system
+from drivers.mock.amd.gpu import Region
+
+# gc_11_0_0_offset.h, BASE_IDX 0 (contexts 1 apart for CNTL, 2 apart for the 64-bit address pairs)
+CONTEXT0_CNTL, CONTEXT0_PT_BASE_LO32, CONTEXT0_START_LO32, CONTEXT0_END_LO32 = 0x1688, 0x16F3, 0x1713, 0x1733
+ENG0_REQ, ENG0_ACK, ENGINES = 0x16AB, 0x16BD, 18
+FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32 = 0x15C8, 0x15C9, 0x15CA
+VMIDS = 16
+# field layouts (gc_11_0_0_sh_mask.h)
+ENABLE_CONTEXT, DEPTH_SHIFT, BLOCK_SHIFT = 1 << 0, 1, 3
+FAULT_MAPPING_ERROR, FAULT_VMID_SHIFT, CLEAR_FAULT = 1 << 8, 20, 1 << 24  # CLEAR_FAULT: ENGx_REQ.CLEAR_PROTECTION_FAULT_STATUS_ADDR
+# amdgpu_vm.h
+VALID, SYSTEM, PDE_PTE, ADDRESS = 1 << 0, 1 << 1, 1 << 54, 0x0000_FFFF_FFFF_F000
+PAGE = 4096
+
+def registers() -> list[int]:
+  """The offsets (from GC's segment 0) the hub answers."""
+  pairs = [base + 2 * v + half for base in (CONTEXT0_PT_BASE_LO32, CONTEXT0_START_LO32, CONTEXT0_END_LO32) for v in range(VMIDS) for half in (0, 1)]
+  return [*range(CONTEXT0_CNTL, CONTEXT0_CNTL + VMIDS), *pairs, *range(ENG0_REQ, ENG0_REQ + ENGINES), *range(ENG0_ACK, ENG0_ACK + ENGINES),
+          FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32]
+
+class GFXHub:
+  """`vram`: video memory; `installed(vmid, regions)` gets each VMID's translations (GPU VA -> host memory) when an
+  invalidation makes them current."""
+  def __init__(self, vram: memoryview, installed: Callable[[int, list[Region]], None]):
+    self.vram, self.installed = vram, installed
+    self.vram_address = system.address_of(vram)
+    self.regs = dict.fromkeys(registers(), 0)
+    self.problems: list[str] = []  # entries a walk skipped: why each VMID's pages are missing
+
+  def read(self, reg: int) -> int: return self.regs[reg]
+  def write(self, reg: int, value: int) -> None:
+    if ENG0_ACK <= reg < ENG0_ACK + ENGINES or reg in (FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32): return  # read-only
+    self.regs[reg] = value
+    if ENG0_REQ <= reg < ENG0_REQ + ENGINES:
+      if value & CLEAR_FAULT: self.regs[FAULT_STATUS] = self.regs[FAULT_ADDR_LO32] = self.regs[FAULT_ADDR_HI32] = 0
+      vmids = [v for v in range(VMIDS) if value >> v & 1]
+      for v in vmids: self.installed(v, self.walk(v))
+      self.regs[ENG0_ACK + reg - ENG0_REQ] = value & 0xFFFF
+
+  def pair(self, base: int, vmid: int) -> int: return self.regs[base + 2 * vmid] | self.regs[base + 2 * vmid + 1] << 32
+
+  def fault(self, vmid: int, address: int) -> None:
+    """A translation fault at GPU VA `address` in `vmid`."""
+    self.regs[FAULT_STATUS] = FAULT_MAPPING_ERROR | vmid << FAULT_VMID_SHIFT
+    self.regs[FAULT_ADDR_LO32], self.regs[FAULT_ADDR_HI32] = address >> 12 & 0xFFFFFFFF, address >> 44 & 0xF
+
+  # ---- the walk
+  def walk(self, vmid: int) -> list[Region]:
+    """Every page `vmid` maps now, as runs of consecutive pages that are consecutive in video memory too."""
+    cntl = self.regs[CONTEXT0_CNTL + vmid]
+    if not cntl & ENABLE_CONTEXT: return []
+    depth, block = cntl >> DEPTH_SHIFT & 0x3, 9 + (cntl >> BLOCK_SHIFT & 0xF)
+    root = self.pair(CONTEXT0_PT_BASE_LO32, vmid)
+    first, last = self.pair(CONTEXT0_START_LO32, vmid), self.pair(CONTEXT0_END_LO32, vmid)
+    if not root & VALID:
+      self.problems.append(f"VMID {vmid}: the page table base {root:#x} has no VALID bit")
+      return []
+    pages: list[tuple[int, int, int]] = []  # (first page number, physical address, pages)
+    self._table(vmid, root & ADDRESS, depth, 0, block, first if depth == 0 else 0, first, last, pages)
+    return self._coalesce(pages)
+
+  def _entries(self, vmid: int, address: int, count: int) -> np.ndarray | None:
+    if address + 8 * count > len(self.vram):
+      self.problems.append(f"VMID {vmid}: a page table at {address:#x} lies outside video memory")
+      return None
+    return np.frombuffer(self.vram, np.uint64, count, address)
+
+  def _table(self, vmid: int, address: int, depth: int, level: int, block: int, base: int, first: int, last: int, out: list) -> None:
+    """The entries of the table at `address`, whose first entry maps page `base`, that fall in pages [first, last]."""
+    shift = 0 if level == depth else 9 * (depth - 1 - level) + block  # pages one entry spans, as a power of two
+    if depth == 0: count = last - first + 1                            # context 0's flat table starts at START
+    else: count = (1 << block) if level == depth else 512 if level else max(1, -(-(last + 1) >> shift))
+    lo, hi = max(first - base, 0) >> shift, min(count - 1, (last - base) >> shift)
+    if hi < lo or (entries := self._entries(vmid, address, count)) is None: return
+    for i in np.nonzero(entries[lo:hi + 1] & VALID)[0] + lo:
+      entry, start = int(entries[i]), base + (int(i) << shift)
+      if entry & SYSTEM: self.problems.append(f"VMID {vmid}: page {start:#x} is system memory, which the model has none of")
+      elif level == depth: out.append((start, entry & ADDRESS, 1))
+      elif entry & PDE_PTE:  # PDE0 as PTE: the entry maps its whole span
+        if level == depth - 1: out.append((start, entry & ADDRESS, 1 << shift))
+        else: self.problems.append(f"VMID {vmid}: PDE_PTE above PDB0 at page {start:#x}")
+      else: self._table(vmid, entry & ADDRESS, depth, level + 1, block, start, first, last, out)
+
+  def _coalesce(self, pages: list[tuple[int, int, int]]) -> list[Region]:
+    regions: list[Region] = []
+    run: list[int] | None = None  # [first page, physical address, pages]
+    for page, physical, n in sorted(pages):
+      if physical + n * PAGE > len(self.vram):
+        self.problems.append(f"page {page:#x} points at {physical:#x}, outside video memory")
+        continue
+      if run is not None and run[0] + run[2] == page and run[1] + run[2] * PAGE == physical: run[2] += n
+      else:
+        if run is not None: regions.append(Region(run[0] * PAGE, run[2] * PAGE, self.vram_address + run[1]))
+        run = [page, physical, n]
+    if run is not None: regions.append(Region(run[0] * PAGE, run[2] * PAGE, self.vram_address + run[1]))
+    return regions
