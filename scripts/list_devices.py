@@ -40,9 +40,12 @@ def nv_details(dev) -> list[str]:
   return lines
 
 def amd_details(dev) -> list[str]:
-  """One line per GPU in KFD's topology, each opened as AMD:i."""
+  """One line per GPU in KFD's topology, each opened as AMD:i; for a GPU the AM driver runs, what it brought up."""
   from drivers.amd.device import gpu_nodes
   iface = target_for(parse_targets(DEV.value), "AMD").interface
+  if (am := getattr(dev, "am", None)) is not None:
+    return [f"AM driver, no kernel driver ({'MOCKPCI model' if iface == 'MOCKPCI' else 'bare PCI'}): {dev.arch}, {am.vram_bytes >> 20} MiB video memory, "
+            f"{am.visible >> 20} MiB of it CPU-visible, SMU firmware {'.'.join(map(str, am.smu_version))}"]
   lines = [f"amdkfd {dev.kfd_version[0]}.{dev.kfd_version[1]} ({'MOCK model' if iface == 'MOCK' else 'amdgpu.ko'})"]
   for i, node in enumerate(gpu_nodes(dev.system)):
     gpu, why = opened(f"AMD:{i}")

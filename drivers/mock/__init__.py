@@ -140,9 +140,8 @@ class MockSystem(System):
 
 mock_system = MockSystem()
 
-@functools.cache
-def bare_pci_machine() -> MockSystem:
-  """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to (DEV=MOCKPCI+...)."""
+def new_bare_pci_machine() -> MockSystem:
+  """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to, and linux-firmware's files for it."""
   from ir.switches import AMD_FIRMWARE_DIR
   from drivers.mock.amd.firmware_files import FirmwareFolder
   from drivers.mock.amd.pci_gpu import enumerated_gpu
@@ -150,3 +149,5 @@ def bare_pci_machine() -> MockSystem:
   system.pci_functions["0000:03:00.0"] = enumerated_gpu()
   system.register(AMD_FIRMWARE_DIR.value.rstrip("/") + "/", FirmwareFolder(AMD_FIRMWARE_DIR.value))  # linux-firmware's files, the model's
   return system
+
+bare_pci_machine = functools.cache(new_bare_pci_machine)  # DEV=MOCKPCI+...'s machine

@@ -1,0 +1,179 @@
+"""The AM driver (an RDNA3 GPU with no kernel driver) against the bare-PCI machine's model: bring-up, page tables
+checked entry by entry against amdgpu's layout computed here, queues that run, and for each rule the model takes from
+amdgpu (gfxhub.py, mec.py, sdma_queues.py, the HDP flush) a driver that breaks it and what it meets."""
+import struct, time
+import numpy as np
+import pytest
+from ir.switches import Context
+from drivers.amd import am_queues, firmware, gmc, pm4, sdma
+from drivers.amd.am import AM, VA_BASE, VMID
+from drivers.amd.pci_gpu import PCIGPU
+from drivers.device import DeviceUnavailable
+from drivers.pci import SysfsFunction
+from drivers.mock import new_bare_pci_machine
+from drivers.mock.amd import firmware_files
+from drivers.mock.amd.gpu import ARCHS, GPU
+from drivers.mock.amd.mec import MEC
+from drivers.mock.amd.sdma_queues import SDMAQueues
+
+ADDRESS = "0000:03:00.0"
+
+@pytest.fixture
+def machine():
+  system = new_bare_pci_machine()
+  model = system.pci_functions[ADDRESS].bars[5].registers
+  yield system, model
+  model.stop()
+
+def brought_up(machine) -> tuple[AM, object]:
+  system, model = machine
+  return AM(PCIGPU(SysfsFunction(system, ADDRESS)), system), model
+
+def until(condition, seconds: float = 5.0) -> bool:
+  deadline = time.monotonic() + seconds
+  while not condition():
+    if time.monotonic() > deadline: return False
+    time.sleep(0.001)
+  return True
+
+def test_bring_up_loads_each_firmware_through_the_psp_in_amdgpus_order(machine):
+  am, model = brought_up(machine)
+  assert [t for t, _ in model.psp.ip_firmware] == [18, 71, 72, 89, 94, 95, 96, 97]  # SMU, SDMA TH0/TH1, RS64 MEC, its four stacks
+  assert dict(model.psp.ip_firmware)[89] == firmware_files.MEC_IMAGE and model.problems == []
+  assert am.smu_version == (0x4E, 0x41, 0x00)
+
+def test_rs64_files_split_as_their_header_says():
+  blob = firmware_files.files()["gc_11_0_0_mec.bin"]
+  ucode_size, ucode_at, data_size, data_at, lo, hi = struct.unpack_from("<IIIIII", blob, 36)  # after the common header and feature version
+  assert firmware.rs64_images(blob, "mec") == (blob[ucode_at:ucode_at + ucode_size], blob[data_at:data_at + data_size], hi << 32 | lo)
+  with pytest.raises(firmware.FirmwareError, match="header version 1.0 at offset 8"): firmware.rs64_images(firmware_files.files()["smu_13_0_0.bin"], "smu")
+
+def test_page_table_entries_are_amdgpus_four_levels(machine):
+  am, model = brought_up(machine)
+  at, cpu = am.alloc(3 * 4096, cpu_access=True)
+  va, vram = VA_BASE + at, model.vram
+  entry = lambda table, index: struct.unpack_from("<Q", vram, table + 8 * index)[0]
+  table = am.page_tables.root
+  for shift in (39, 30, 21):  # PDB2, PDB1, PDB0: VA bits 47:39, 38:30, 29:21
+    pde = entry(table, va >> shift & 511)
+    assert pde & 1 and not pde & (1 << 54)  # VALID, not a PTE
+    table = pde & 0x0000_FFFF_FFFF_F000
+  ptes = [entry(table, (va >> 12 & 511) + i) for i in range(3)]
+  assert ptes == [(at + 4096 * i) | 0x71 for i in range(3)]  # physical page | VALID | EXECUTABLE | READABLE | WRITEABLE
+  region = next(r for r in model.gpu_of(VMID).maps if r.va <= va < r.va + r.size)
+  assert region.host + va - region.va == model.hub.vram_address + at and cpu == am.vram_cpu + at
+
+def test_the_gpu_sees_new_pages_only_after_a_tlb_flush(machine):
+  am, model = brought_up(machine)
+  at = am.visible_space.alloc(4096, 4096)
+  am.page_tables.map(VA_BASE + at, at, 4096)
+  am.flush_hdp()
+  covered = lambda: any(r.va <= VA_BASE + at < r.va + r.size for r in model.gpu_of(VMID).maps)
+  assert not covered()
+  gmc.flush_tlb(am.gc_read0, am.gc_write0, VMID)
+  assert covered()
+
+def test_a_page_table_base_without_valid_maps_nothing(machine):
+  am, model = brought_up(machine)
+  am.gc_write0(gmc.CONTEXT0_PT_BASE_LO32 + 2 * VMID, am.page_tables.root)  # no VALID bit
+  gmc.flush_tlb(am.gc_read0, am.gc_write0, VMID)
+  assert model.gpu_of(VMID).maps == [] and "has no VALID bit" in model.problems[-1]
+
+def mapped_compute(am):
+  ring, pointers, eop, mqd = (VA_BASE + am.alloc(n, True)[0] for n in (1 << 16, 4096, 4096, 4096))
+  doorbell = am_queues.map_compute_queue(am.gc_write, VMID, ring, 1 << 16, pointers + 0x80, pointers, eop, mqd)
+  return ring, pointers, doorbell
+
+def submit(am, ring: int, doorbell: int, words: list[int], flush: bool = True) -> None:
+  at = ring - VA_BASE
+  am.vram_bar.view[at:at + 4 * len(words)] = np.array(words, np.uint32).tobytes()
+  if flush: am.flush_hdp()
+  np.frombuffer(am.doorbells, np.uint64, 1, doorbell)[0] = len(words)
+
+def test_a_compute_queue_runs_its_packets_and_reports_a_32_bit_read_pointer(machine):
+  am, model = brought_up(machine)
+  ring, pointers, doorbell = mapped_compute(am)
+  signal_at, _ = am.alloc(4096, True)
+  words = pm4.release_mem(11, VA_BASE + signal_at, pm4.DATA_SEL_64, 0x1234, 0x5678)
+  submit(am, ring, doorbell, words)
+  signal = np.frombuffer(am.vram_bar.view, np.uint64, 1, signal_at)
+  assert until(lambda: signal[0] == 0x5678_0000_1234), model.faults
+  rptr = np.frombuffer(am.vram_bar.view, np.uint32, 2, pointers - VA_BASE + 0x80)
+  assert until(lambda: rptr[0] == len(words)) and rptr[1] == 0  # 32 bits, in dwords
+  assert doorbell == 0x18  # AMDGPU_NAVI10_DOORBELL_MEC_RING0 (3) in 64-bit slots
+
+def test_a_doorbell_with_no_hdp_flush_since_the_last_one_faults_the_queue(machine):
+  am, model = brought_up(machine)
+  ring, pointers, doorbell = mapped_compute(am)
+  submit(am, ring, doorbell, pm4.nop(4), flush=True)
+  rptr = np.frombuffer(am.vram_bar.view, np.uint32, 1, pointers - VA_BASE + 0x80)
+  assert until(lambda: rptr[0] == 4) and not model.faults  # the model saw the first doorbell
+  at = ring - VA_BASE + 16
+  am.vram_bar.view[at:at + 16] = np.array(pm4.nop(4), np.uint32).tobytes()
+  np.frombuffer(am.doorbells, np.uint64, 1, doorbell)[0] = 8  # rung again, no flush
+  assert until(lambda: model.faults) and "no HDP flush" in model.faults[0]
+
+def test_a_packet_writing_outside_the_page_tables_leaves_the_fault_in_the_hub(machine):
+  am, model = brought_up(machine)
+  ring, _, doorbell = mapped_compute(am)
+  submit(am, ring, doorbell, pm4.release_mem(11, 0x5000_0040, pm4.DATA_SEL_64, 1, 0))
+  assert until(lambda: gmc.fault(am.gc_read0) is not None)
+  assert gmc.fault(am.gc_read0) == (VMID, 0x5000_0000)
+  gmc.clear_fault(am.gc_write0)
+  assert gmc.fault(am.gc_read0) is None
+
+def test_an_sdma_queue_copies(machine):
+  am, model = brought_up(machine)
+  ring, pointers = (VA_BASE + am.alloc(n, True)[0] for n in (1 << 16, 4096))
+  doorbell = am_queues.start_sdma_queue(am.gc_write, VMID, ring, 1 << 16, pointers + 0x80, pointers)
+  src, _ = am.alloc(4096, True)
+  dst, _ = am.alloc(4096, False)
+  back, _ = am.alloc(4096, True)
+  am.vram_bar.view[src:src + 8] = b"abcdefgh"
+  words = sdma.copy_linear(((VA_BASE + dst) & 0xFFFFFFFF, (VA_BASE + dst) >> 32), ((VA_BASE + src) & 0xFFFFFFFF, (VA_BASE + src) >> 32), 8)
+  words += sdma.copy_linear(((VA_BASE + back) & 0xFFFFFFFF, (VA_BASE + back) >> 32), ((VA_BASE + dst) & 0xFFFFFFFF, (VA_BASE + dst) >> 32), 8)
+  at = ring - VA_BASE
+  am.vram_bar.view[at:at + 4 * len(words)] = np.array(words, np.uint32).tobytes()
+  am.flush_hdp()
+  np.frombuffer(am.doorbells, np.uint64, 1, doorbell)[0] = 4 * len(words)  # SDMA counts bytes
+  assert until(lambda: bytes(am.vram_bar.view[back:back + 8]) == b"abcdefgh"), (model.faults, model.problems)
+  assert doorbell == 0x800  # AMDGPU_NAVI10_DOORBELL_sDMA_ENGINE0 (0x100) in 64-bit slots
+
+# ---- the MEC's and SDMA's rules, each broken by a driver
+def mec_model(loaded=None):
+  gpu = GPU(ARCHS["gfx1100"], 1, __import__("threading").RLock(), lambda *a: None, lambda *a: None)
+  images = {89: firmware_files.MEC_IMAGE, **{94 + p: firmware_files.MEC_STACK for p in range(4)}}
+  return MEC(lambda vmid: gpu, memoryview(bytearray(4096)), (images if loaded is None else loaded).get, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK),
+             firmware_files.MEC_START >> 2, lambda q: None)
+
+def write_to(model): return lambda reg, value: model.write(reg, value)
+
+@pytest.mark.parametrize("breakage, problem", [
+  ("halted", "has the MEC halted"), ("wrong start", "PRGRM_CNTR_START is"), ("ME 0", "ME 0 is not the compute micro engine"),
+  ("doorbell range", "outside the MEC's doorbell range"), ("no firmware", "has not loaded the RS64 MEC firmware")])
+def test_a_queue_the_mec_cant_run_is_not_started(breakage, problem):
+  mec = mec_model({} if breakage == "no firmware" else None)
+  write = write_to(mec)
+  am_queues.start_mec(write, firmware_files.MEC_START + (0x100 if breakage == "wrong start" else 0))
+  if breakage == "halted": write(am_queues.MEC_RS64_CNTL, am_queues.MEC_HALT)  # halted again before the queue is mapped
+  if breakage == "ME 0": write = lambda reg, value, w=write: w(reg, value & ~0xC if reg == am_queues.GRBM_GFX_CNTL else value)
+  if breakage == "doorbell range": write = lambda reg, value, w=write: w(reg, 0x10 if reg == am_queues.MEC_DOORBELL_RANGE_UPPER else value)
+  am_queues.map_compute_queue(write, VMID, 0x1000_0000, 1 << 16, 0x2000, 0x2080, 0x3000, 0x4000)
+  assert not mec.queues and problem in mec.problems[-1]
+
+def sdma_model(loaded):
+  gpu = GPU(ARCHS["gfx1100"], 1, __import__("threading").RLock(), lambda *a: None, lambda *a: None)
+  return SDMAQueues(lambda vmid: gpu, memoryview(bytearray(4096)), loaded.get, firmware_files.SDMA_THREADS, lambda q: None)
+
+@pytest.mark.parametrize("loaded, halted, problem", [({}, False, "has not loaded both SDMA firmware threads"),
+                                                     (dict(zip((71, 72), firmware_files.SDMA_THREADS)), True, "still has HALT or TH1_RESET set")])
+def test_an_sdma_ring_the_engine_cant_run_is_not_started(loaded, halted, problem):
+  model = sdma_model(loaded)
+  write = write_to(model)
+  if halted: write = lambda reg, value, w=write: w(reg, 1 if reg == am_queues.SDMA0_F32_CNTL else value)  # a driver that never unhalts
+  am_queues.start_sdma_queue(write, VMID, 0x1000_0000, 1 << 16, 0x2080, 0x2000)
+  assert not model.queues and problem in model.problems[-1]
+
+def test_usb_says_the_am_driver_does_not_run_there_yet():
+  from drivers.amd.device import AMDDevice
+  with Context(DEV="MOCKUSB+AMD"), pytest.raises(DeviceUnavailable, match="doesn't run over the USB bridge yet"): AMDDevice("AMD")
