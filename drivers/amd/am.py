@@ -58,6 +58,7 @@ class AM:
   # ---- registers
   def base(self, ip: str, segment: int = 0) -> int: return self.ips[ip].bases[segment]
   def gc_write(self, reg: tuple[int, int], value: int) -> None: self.gpu.reg_write(self.base("GC", reg[0]) + reg[1], value)
+  def gc_read(self, reg: tuple[int, int]) -> int: return self.gpu.reg_read(self.base("GC", reg[0]) + reg[1])
   def gc_write0(self, offset: int, value: int) -> None: self.gpu.reg_write(self.base("GC") + offset, value)
   def gc_read0(self, offset: int) -> int: return self.gpu.reg_read(self.base("GC") + offset)
   def flush_hdp(self) -> None:

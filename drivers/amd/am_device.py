@@ -70,7 +70,7 @@ class AMPCIDevice(AMDDevice):
   def new_rings(self) -> dict[str, Ring]:
     compute = [self.alloc_memory(n, host=True) for n in (RING_BYTES, PAGE, EOP_BYTES, PAGE)]  # ring, pointers, EOP, MQD
     ring, pointers, eop, mqd = compute
-    at = am_queues.map_compute_queue(self.am.gc_write, VMID, ring.va, RING_BYTES, pointers.va + 0x80, pointers.va, eop.va, mqd.va)
+    at = am_queues.map_compute_queue(self.am.gc_read, self.am.gc_write, VMID, ring.va, RING_BYTES, pointers.va + 0x80, pointers.va, eop.va, mqd.va)
     copy_ring, copy_pointers = self.alloc_memory(RING_BYTES, host=True), self.alloc_memory(PAGE, host=True)
     copy_at = am_queues.start_sdma_queue(self.am.gc_write, VMID, copy_ring.va, RING_BYTES, copy_pointers.va + 0x80, copy_pointers.va)
     doorbell = lambda offset: np.frombuffer(self.am.doorbells, np.uint64, 1, offset)

@@ -4,8 +4,10 @@ starting the RS64 MEC (gfx_v11_0_config_gfx_rs64, gfx_v11_0_cp_compute_enable); 
 ring registers (sdma_v6_0.c sdma_v6_0_gfx_resume_instance). Addresses are GPU virtual addresses in `vmid`."""
 from __future__ import annotations
 from typing import Callable
+from drivers.amd.pci_gpu import wait_for
 
 Write = Callable[[tuple[int, int], int], None]  # (GC segment, offset), value
+Read = Callable[[tuple[int, int]], int]
 
 # gc_11_0_0_offset.h: (BASE_IDX, offset)
 GRBM_GFX_CNTL, MEC_RS64_CNTL, PRGRM_CNTR_START, PRGRM_CNTR_START_HI = (1, 0x900), (1, 0x2904), (1, 0x2900), (1, 0x2938)
@@ -26,6 +28,7 @@ DOORBELL_EN = 1 << 30
 EOP_SIZE = 8                                    # 2 KiB (GFX11_MEC_HPD_SIZE): 2^(8+1) dwords
 RPTR_BLOCK_SIZE, UNORD_DISPATCH, PRIV_STATE, KMD_QUEUE = 9 << 8, 1 << 28, 1 << 30, 1 << 31
 PRELOAD_SIZE = 0x55 << 8
+DEQUEUE_WAIT_S = 1.0
 MEC_DOORBELL_RANGE_END = 0x8A * 2 << 2          # (AMDGPU_NAVI10_DOORBELL_USERQUEUE_END * 2) << 2, in bytes
 RB_ENABLE, RB_PRIV, RPTR_WRITEBACK_ENABLE, F32_WPTR_POLL_ENABLE = 1 << 0, 1 << 23, 1 << 12, 1 << 11
 SDMA_DOORBELL_ENABLE, IB_ENABLE, F32_HALT, F32_TH1_RESET = 1 << 28, 1 << 0, 1 << 0, 1 << 13
@@ -46,8 +49,9 @@ def start_mec(write: Write, start_address: int, pipes: int = 4) -> None:
   write(MEC_RS64_CNTL, MEC_HALT | PIPE_RESET)
   write(MEC_RS64_CNTL, PIPE_ACTIVE)
 
-def map_compute_queue(write: Write, vmid: int, ring: int, ring_bytes: int, rptr: int, wptr: int, eop: int, mqd: int, pipe: int = 0, queue: int = 0) -> int:
-  """Map a PM4 ring on MEC 0 (`pipe`, `queue`); the byte offset of its doorbell in the doorbell BAR."""
+def map_compute_queue(read: Read, write: Write, vmid: int, ring: int, ring_bytes: int, rptr: int, wptr: int, eop: int, mqd: int, pipe: int = 0, queue: int = 0) -> int:
+  """Map a PM4 ring on MEC 0 (`pipe`, `queue`), taking off the queue an earlier driver left there; the byte offset of
+  its doorbell in the doorbell BAR. TimeoutError if the old queue doesn't leave."""
   doorbell = MEC_RING0_DOORBELL + 8 * (pipe * 8 + queue)
   write(GRBM_GFX_CNTL, pipe | COMPUTE_ME << 2 | queue << 8)
   write(PQ_WPTR_POLL_CNTL, 0)
@@ -55,6 +59,11 @@ def map_compute_queue(write: Write, vmid: int, ring: int, ring_bytes: int, rptr:
   write(EOP_BASE_ADDR_HI, eop >> 40)
   write(EOP_CONTROL, EOP_SIZE)
   write(PQ_DOORBELL_CONTROL, doorbell | DOORBELL_EN)
+  if read(HQD_ACTIVE) & 1:
+    write(DEQUEUE_REQUEST, 1)
+    if not wait_for(lambda: read(HQD_ACTIVE), lambda v: not v & 1, DEQUEUE_WAIT_S)[0]:
+      raise TimeoutError(f"MEC pipe {pipe} queue {queue} stays active {DEQUEUE_WAIT_S} s after a dequeue request (CP_HQD_ACTIVE)")
+    for reg in (DEQUEUE_REQUEST, PQ_RPTR, PQ_WPTR_LO, PQ_WPTR_HI): write(reg, 0)
   write(MQD_BASE_ADDR, mqd & 0xFFFFFFFC)
   write(MQD_BASE_ADDR_HI, mqd >> 32)
   write(MQD_CONTROL, 0)

@@ -10,7 +10,8 @@
   dispatched must be one the shader core executes; RDNA4 (gfx1201) and CDNA4 (gfx950) run the elementwise and JIT
   suites;
 - DEV=MOCKPCI+AMD: the AM driver (no amdgpu.ko: PSP firmware loads, page tables, HQD and SDMA registers, everything
-  in video memory behind BAR 0) against the bare-PCI machine's model, on the elementwise, JIT and HCQ tests.
+  in video memory behind BAR 0) against the bare-PCI machine's model, on the op suites, the JIT and HCQ tests (the
+  MOCK+AMD run leaves gfx1100's op suites other than the elementwise one to this run: same kernels, same shader core).
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
 - DEV=MOCK+QCOM and DEV=MOCK+QCOM::a740: the QCOM driver (kgsl, CP packets) against the kgsl/CP model, whose shader
@@ -40,12 +41,14 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         "MOCK+CUDA": ["tests/tg/test_ops_processing.py", "tests/tg/test_jit.py"],  # the same PTX: here the libcuda glue is under test
         "MOCK+NV:x4": ["tests/tg/test_multi.py"],  # four NV-model GPUs
         "MOCK+AMD:x4": ["tests/tg/test_multi.py"],  # four AMD-model GPUs
-        "MOCK+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
+        # gfx1100's kernels run on the same shader core over amdkfd and over the AM driver: the op suites run once, over
+        # the AM driver; the KFD run keeps the tests that lean on its driver (copies, graphs, timelines, training)
+        "MOCK+AMD": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         "MOCK+AMD::gfx942": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py", "tests/tg/test_nn.py", "tests/tg/test_optim.py"],
         # RDNA4 and CDNA4 pass the whole set too (1675 passed each, about 3 minutes apiece); CI keeps a sample of them,
         # and of gfx1101 (RDNA3's ISA for LLVM's gfx1101 target, on a smaller GPU's topology)
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        "MOCKPCI+AMD": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the AM driver, no amdgpu.ko
+        "MOCKPCI+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the AM driver, no amdgpu.ko
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         # QCOM: every op suite, the JIT and IMAGE=1 on the a6xx model and on the a7xx one (its registers, CP_EVENT_WRITE7)

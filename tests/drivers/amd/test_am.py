@@ -81,7 +81,7 @@ def test_a_page_table_base_without_valid_maps_nothing(machine):
 
 def mapped_compute(am):
   ring, pointers, eop, mqd = (VA_BASE + am.alloc(n, True)[0] for n in (1 << 16, 4096, 4096, 4096))
-  doorbell = am_queues.map_compute_queue(am.gc_write, VMID, ring, 1 << 16, pointers + 0x80, pointers, eop, mqd)
+  doorbell = am_queues.map_compute_queue(am.gc_read, am.gc_write, VMID, ring, 1 << 16, pointers + 0x80, pointers, eop, mqd)
   return ring, pointers, doorbell
 
 def submit(am, ring: int, doorbell: int, words: list[int], flush: bool = True) -> None:
@@ -101,6 +101,17 @@ def test_a_compute_queue_runs_its_packets_and_reports_a_32_bit_read_pointer(mach
   rptr = np.frombuffer(am.vram_bar.view, np.uint32, 2, pointers - VA_BASE + 0x80)
   assert until(lambda: rptr[0] == len(words)) and rptr[1] == 0  # 32 bits, in dwords
   assert doorbell == 0x18  # AMDGPU_NAVI10_DOORBELL_MEC_RING0 (3) in 64-bit slots
+
+def test_a_second_bring_up_takes_over_the_queue_the_first_left_running(machine):
+  first, model = brought_up(machine)
+  mapped_compute(first)
+  am, _ = brought_up(machine)  # a new process: the secure OS runs, the old queue is still on the pipe
+  am.alloc(1 << 20, True)      # its ring lands elsewhere
+  ring, pointers, doorbell = mapped_compute(am)
+  signal_at, _ = am.alloc(4096, True)
+  submit(am, ring, doorbell, pm4.release_mem(11, VA_BASE + signal_at, pm4.DATA_SEL_64, 7, 0))
+  assert until(lambda: np.frombuffer(am.vram_bar.view, np.uint64, 1, signal_at)[0] == 7), (model.faults, model.problems)
+  assert len(model.mec.queues) == 1
 
 def test_a_doorbell_with_no_hdp_flush_since_the_last_one_faults_the_queue(machine):
   am, model = brought_up(machine)
@@ -158,7 +169,7 @@ def test_a_queue_the_mec_cant_run_is_not_started(breakage, problem):
   if breakage == "halted": write(am_queues.MEC_RS64_CNTL, am_queues.MEC_HALT)  # halted again before the queue is mapped
   if breakage == "ME 0": write = lambda reg, value, w=write: w(reg, value & ~0xC if reg == am_queues.GRBM_GFX_CNTL else value)
   if breakage == "doorbell range": write = lambda reg, value, w=write: w(reg, 0x10 if reg == am_queues.MEC_DOORBELL_RANGE_UPPER else value)
-  am_queues.map_compute_queue(write, VMID, 0x1000_0000, 1 << 16, 0x2000, 0x2080, 0x3000, 0x4000)
+  am_queues.map_compute_queue(mec.read, write, VMID, 0x1000_0000, 1 << 16, 0x2000, 0x2080, 0x3000, 0x4000)
   assert not mec.queues and problem in mec.problems[-1]
 
 def sdma_model(loaded):
