@@ -5,8 +5,8 @@ through it (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the HDP flush regis
 (nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the MEC started; a compute queue and an
 SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
 arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
-visible to the GPU. Not done yet (issue 17): the IH ring (tg polls its signals), the RLC/IMU, a reset for a second
-bring-up, and the same over the USB bridge."""
+visible to the GPU; `close` leaves the GPU for the next process. Not done yet (issue 17): the IH ring (tg polls its
+signals), the RLC/IMU, a GPU reset, and the same over the USB bridge."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
@@ -80,6 +80,13 @@ class AM:
     images += [(RS64_MEC, ucode), *((RS64_MEC_P0_STACK + pipe, stack) for pipe in range(MEC_PIPES))]
     for fw_type, image in images: ring.load_ip_firmware(fw_type, PSP_STAGING, image)
     self.smu_version = smu.version(self.gpu, mp1)
+
+  def close(self) -> None:
+    """Leave the GPU for the next driver, in amdgpu's hw_fini order: the queues off their engines, the PSP's ring gone
+    (the secure OS and the firmware it loaded stay)."""
+    am_queues.unmap_compute_queue(self.gc_write)
+    am_queues.stop_sdma_queue(self.gc_write)
+    psp.destroy_ring(self.gpu, self.base("MP0"))
 
   # ---- video memory
   def alloc(self, size: int, cpu_access: bool) -> tuple[int, int | None]:

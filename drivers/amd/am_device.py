@@ -2,7 +2,7 @@
 (device.py), with memory, rings and faults the driver owns itself. The GPU is the first AMD display-class PCI
 function with no kernel driver bound."""
 from __future__ import annotations
-import functools
+import atexit, functools
 import numpy as np
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
@@ -45,6 +45,12 @@ class AMPCIDevice(AMDDevice):
     self.peers: set[int] = set()
     HCQCompiled.__init__(self, device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
                          *queues_for(self.gfx), signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+    atexit.register(self.close)
+
+  def close(self) -> None:
+    """At exit: the work queued so far finishes, then the GPU is left for the next process (AM.close)."""
+    if self.error is None: self.synchronize()
+    self.am.close()
 
   # ---- memory: all of it video memory, the CPU-visible part for what the CPU writes or polls
   def alloc_memory(self, size: int, host: bool = False, uncached: bool = False, cpu_access: bool = False) -> GPUBuffer:

@@ -12,9 +12,13 @@ from drivers.amd.pci_gpu import wait_for
 CONTEXT0_CNTL, CONTEXT0_PT_BASE_LO32, CONTEXT0_START_LO32, CONTEXT0_END_LO32 = 0x1688, 0x16F3, 0x1713, 0x1733
 ENG0_REQ, ENG0_ACK, GART_ENGINE = 0x16AB, 0x16BD, 17  # "Use register 17 for GART"
 FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32 = 0x15C8, 0x15C9, 0x15CA
+MX_L1_TLB_CNTL, L2_CNTL = 0x167F, 0x15BC
 # gc_11_0_0_sh_mask.h: GCVM_CONTEXT1_CNTL as setup_vmid_config leaves it (depth 3, block size 9 - 9, the fault defaults)
 ENABLE_CONTEXT, DEPTH, FAULT_DEFAULTS = 1 << 0, 3 << 1, sum(1 << b for b in range(10, 23, 2))
-INVALIDATE_ALL_LEVELS, CLEAR_FAULT = 0x00F80000, 1 << 24  # INVALIDATE_L2_PTES, L2_PDE0..2, L1_PTES (gfxhub_v3_0_get_invalidate_req)
+INVALIDATE_ALL_LEVELS, CLEAR_FAULT = 0x00F80000, 1 << 24
+# gfxhub_v3_0_init_tlb_regs: ENABLE_L1_TLB, SYSTEM_ACCESS_MODE 3, ENABLE_ADVANCED_DRIVER_MODEL, MTYPE UC (3); init_cache_regs:
+# ENABLE_L2_CACHE, ENABLE_DEFAULT_PAGE_OUT_TO_SYSTEM_MEMORY (bit 11), CONTEXT1_IDENTITY_ACCESS_MODE 1 (bits 20:19)
+L1_TLB_ON, L2_CACHE_ON = 1 << 0 | 3 << 3 | 1 << 6 | 3 << 11, 1 << 0 | 1 << 11 | 1 << 19  # INVALIDATE_L2_PTES, L2_PDE0..2, L1_PTES (gfxhub_v3_0_get_invalidate_req)
 LAST_PAGE = (1 << 36) - 1           # max_pfn - 1: the whole 48-bit range
 # amdgpu_vm.h
 VALID, EXECUTABLE, READABLE, WRITEABLE = 1 << 0, 1 << 4, 1 << 5, 1 << 6
@@ -59,7 +63,10 @@ class PageTables:
     return table
 
 def enable_vmid(write: Callable[[int, int], None], vmid: int, root: int) -> None:
-  """Point `vmid` at page tables rooted at video memory offset `root`, over the whole 48-bit range."""
+  """Turn the hub's L1 TLB and L2 cache on and point `vmid` at page tables rooted at video memory offset `root`, over
+  the whole 48-bit range."""
+  write(MX_L1_TLB_CNTL, L1_TLB_ON)
+  write(L2_CNTL, L2_CACHE_ON)
   write(CONTEXT0_PT_BASE_LO32 + 2 * vmid, root & 0xFFFFFFFF | VALID)
   write(CONTEXT0_PT_BASE_LO32 + 2 * vmid + 1, root >> 32)
   write(CONTEXT0_START_LO32 + 2 * vmid, 0)

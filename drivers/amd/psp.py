@@ -23,6 +23,7 @@ LOAD_ORDER = ((KDB, 0x80000), (SPL, 0x10000000), (SYS_DRV, 0x10000), (SOC_DRV, 0
               (DBG_DRV, 0xC0000), (RAS_DRV, 0xE0000), (SOS, 0x20000))
 STAGING_BYTES = 1 << 20      # PSP_1_MEG: the staging buffer's size and alignment
 RESPONSE, STATUS_MASK = 1 << 31, 0xFFFF  # psp_v13_0_ring_create: the secure OS answers in C2PMSG_64 bit 31, status in bits 15:0
+DESTROY_RINGS = 0x30000  # psp_gfx_if.h GFX_CTRL_CMD_ID_DESTROY_RINGS
 KM_RING, RING_BYTES, FRAME_BYTES = 2, 0x1000, 64  # amdgpu_psp.h PSP_RING_TYPE__KM; psp_v13_0_ring_init's 4 KiB; psp_gfx_rb_frame
 # psp_gfx_if.h: struct psp_gfx_cmd_resp is 1024 bytes (cmd_id at 8, the command's fields at 28, struct psp_gfx_resp
 # with its status at 864); struct psp_gfx_rb_frame: cmd_buf_addr_lo/hi, cmd_buf_size, fence_addr_lo/hi, fence_value
@@ -76,6 +77,12 @@ def create_ring(gpu, mp0: int, vram_start: int, ring: int, wait_s: float = WAIT_
   time.sleep(HANDSHAKE_DELAY_S)
   _wait(gpu, mp0 + C2PMSG_64, "C2PMSG_64", lambda v: v & RESPONSE, "the secure OS to create its ring", wait_s)
   if status := gpu.reg_read(mp0 + C2PMSG_64) & STATUS_MASK: raise PSPError(f"the secure OS refused the ring at {address:#x}: status {status:#06x} in MP0_SMN_C2PMSG_64")
+
+def destroy_ring(gpu, mp0: int, wait_s: float = WAIT_S) -> None:
+  """Take the secure OS's rings down (psp_v13_0_ring_destroy), so the next driver creates its own."""
+  gpu.reg_write(mp0 + C2PMSG_64, DESTROY_RINGS)
+  time.sleep(HANDSHAKE_DELAY_S)
+  _wait(gpu, mp0 + C2PMSG_64, "C2PMSG_64", lambda v: v & RESPONSE, "the secure OS to destroy its rings", wait_s)
 
 class CommandRing:
   """Commands to the running secure OS through its kernel-mode ring (amdgpu_psp.c psp_cmd_submit_buf and

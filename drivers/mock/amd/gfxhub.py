@@ -1,5 +1,7 @@
 """The GFX hub of an RDNA3 GPU (GC 11.0.0's GCVM registers): how the command processor, the shader core and SDMA
 reach video memory through a VMID's page tables, as a driver without amdgpu.ko must set them up. Its rules:
+- nothing translates until the L1 TLB and the L2 cache are on, as gfxhub_v3_0.c init_tlb_regs and init_cache_regs
+  leave them (GCMC_VM_MX_L1_TLB_CNTL.ENABLE_L1_TLB with SYSTEM_ACCESS_MODE 3, GCVM_L2_CNTL.ENABLE_L2_CACHE);
 - a VMID translates only while its context is enabled (GCVM_CONTEXTn_CNTL.ENABLE_CONTEXT), between its START and
   END page numbers (inclusive, 4 KiB pages: gfxhub_v3_0.c gfxhub_v3_0_setup_vmid_config);
 - the walk starts at CONTEXTn_PAGE_TABLE_BASE_ADDR, a physical address with VALID in bit 0, and goes down
@@ -24,9 +26,11 @@ from drivers.mock.amd.gpu import Region
 CONTEXT0_CNTL, CONTEXT0_PT_BASE_LO32, CONTEXT0_START_LO32, CONTEXT0_END_LO32 = 0x1688, 0x16F3, 0x1713, 0x1733
 ENG0_REQ, ENG0_ACK, ENGINES = 0x16AB, 0x16BD, 18
 FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32 = 0x15C8, 0x15C9, 0x15CA
+MX_L1_TLB_CNTL, L2_CNTL = 0x167F, 0x15BC
 VMIDS = 16
 # field layouts (gc_11_0_0_sh_mask.h)
 ENABLE_CONTEXT, DEPTH_SHIFT, BLOCK_SHIFT = 1 << 0, 1, 3
+ENABLE_L1_TLB, SYSTEM_ACCESS_MODE, ENABLE_L2_CACHE = 1 << 0, 3 << 3, 1 << 0
 FAULT_MAPPING_ERROR, FAULT_VMID_SHIFT, CLEAR_FAULT = 1 << 8, 20, 1 << 24  # CLEAR_FAULT: ENGx_REQ.CLEAR_PROTECTION_FAULT_STATUS_ADDR
 # amdgpu_vm.h
 VALID, SYSTEM, PDE_PTE, ADDRESS = 1 << 0, 1 << 1, 1 << 54, 0x0000_FFFF_FFFF_F000
@@ -36,7 +40,7 @@ def registers() -> list[int]:
   """The offsets (from GC's segment 0) the hub answers."""
   pairs = [base + 2 * v + half for base in (CONTEXT0_PT_BASE_LO32, CONTEXT0_START_LO32, CONTEXT0_END_LO32) for v in range(VMIDS) for half in (0, 1)]
   return [*range(CONTEXT0_CNTL, CONTEXT0_CNTL + VMIDS), *pairs, *range(ENG0_REQ, ENG0_REQ + ENGINES), *range(ENG0_ACK, ENG0_ACK + ENGINES),
-          FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32]
+          FAULT_STATUS, FAULT_ADDR_LO32, FAULT_ADDR_HI32, MX_L1_TLB_CNTL, L2_CNTL]
 
 class GFXHub:
   """`vram`: video memory; `installed(vmid, regions)` gets each VMID's translations (GPU VA -> host memory) when an
@@ -67,6 +71,10 @@ class GFXHub:
   # ---- the walk
   def walk(self, vmid: int) -> list[Region]:
     """Every page `vmid` maps now, as runs of consecutive pages that are consecutive in video memory too."""
+    tlb = self.regs[MX_L1_TLB_CNTL]
+    if not tlb & ENABLE_L1_TLB or tlb & SYSTEM_ACCESS_MODE != SYSTEM_ACCESS_MODE or not self.regs[L2_CNTL] & ENABLE_L2_CACHE:
+      self.problems.append(f"VMID {vmid}: the L1 TLB (GCMC_VM_MX_L1_TLB_CNTL {tlb:#x}) or the L2 cache (GCVM_L2_CNTL {self.regs[L2_CNTL]:#x}) is off")
+      return []
     cntl = self.regs[CONTEXT0_CNTL + vmid]
     if not cntl & ENABLE_CONTEXT: return []
     depth, block = cntl >> DEPTH_SHIFT & 0x3, 9 + (cntl >> BLOCK_SHIFT & 0xF)

@@ -8,7 +8,8 @@ MP0's C2PMSG registers and the video memory they point at. Its rules, from amdgp
 - the running secure OS sets C2PMSG_64 bit 31 when it is ready for its ring, takes the ring's address (C2PMSG_69/70)
   and size (C2PMSG_71) with the command KM ring << 16 in C2PMSG_64, and answers with bit 31 and a status
   (psp_v13_0_ring_create): the model refuses, with a nonzero status, any other ring type, a size that isn't whole
-  64-byte frames, or a ring outside video memory;
+  64-byte frames, or a ring outside video memory; GFX_CTRL_CMD_ID_DESTROY_RINGS takes the ring down again
+  (psp_v13_0_ring_destroy), its write pointer back to 0;
 - commands come through that ring (amdgpu_psp.c psp_ring_cmd_submit): C2PMSG_67, the write pointer in dwords, moves
   past 64-byte frames that point at a 4 KiB-aligned 1024-byte command buffer and at a fence; the secure OS runs the
   command, writes its status into the buffer's response and the frame's value to the fence. The model takes
@@ -28,6 +29,7 @@ READY = 1 << 31
 # psp_v13_0_ring_create: the command in C2PMSG_64 is the ring type << 16 (amdgpu_psp.h PSP_RING_TYPE__KM = 2); the
 # answer sets bit 31 with a status in bits 15:0, which amdgpu requires to be 0
 KM_RING_TYPE, FRAME_BYTES = 2, 64  # psp_gfx_if.h: a struct psp_gfx_rb_frame is 64 bytes; rings hold whole frames
+DESTROY_RINGS = 0x30000  # psp_gfx_if.h GFX_CTRL_CMD_ID_DESTROY_RINGS
 BAD_RING = 0x1  # the model's status for a ring it refuses (amdgpu only tests for nonzero)
 REG_C2PMSG_67 = 0x83  # the ring's write pointer in dwords (psp_v13_0_ring_set_wptr)
 # psp_gfx_if.h: struct psp_gfx_cmd_resp (1024 bytes: cmd_id at 8, fields at 28, response status at 864), frames as
@@ -119,6 +121,9 @@ class PSPModel:
     return REFUSED
 
   def _ring_command(self, value: int) -> None:
+    if value == DESTROY_RINGS and self.ring is not None:  # psp_v13_0_ring_destroy: the rings go, the answer is bit 31
+      self.ring, self.rptr, self.regs[REG_C2PMSG_67], self.regs[REG_C2PMSG_64] = None, 0, 0, READY
+      return
     if not self.regs[REG_C2PMSG_81] or not self.regs[REG_C2PMSG_64] & READY:
       self.fault = self.fault or f"ring command {value:#x} before the secure OS was ready for it"
       self.regs[REG_C2PMSG_64] = value

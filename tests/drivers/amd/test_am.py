@@ -79,6 +79,12 @@ def test_a_page_table_base_without_valid_maps_nothing(machine):
   gmc.flush_tlb(am.gc_read0, am.gc_write0, VMID)
   assert model.gpu_of(VMID).maps == [] and "has no VALID bit" in model.problems[-1]
 
+def test_with_the_l1_tlb_off_nothing_translates(machine):
+  am, model = brought_up(machine)
+  am.gc_write0(gmc.MX_L1_TLB_CNTL, 0)  # a driver that skipped gfxhub_v3_0_init_tlb_regs
+  gmc.flush_tlb(am.gc_read0, am.gc_write0, VMID)
+  assert model.gpu_of(VMID).maps == [] and "the L1 TLB" in model.problems[-1]
+
 def mapped_compute(am):
   ring, pointers, eop, mqd = (VA_BASE + am.alloc(n, True)[0] for n in (1 << 16, 4096, 4096, 4096))
   doorbell = am_queues.map_compute_queue(am.gc_read, am.gc_write, VMID, ring, 1 << 16, pointers + 0x80, pointers, eop, mqd)
@@ -112,6 +118,16 @@ def test_a_second_bring_up_takes_over_the_queue_the_first_left_running(machine):
   submit(am, ring, doorbell, pm4.release_mem(11, VA_BASE + signal_at, pm4.DATA_SEL_64, 7, 0))
   assert until(lambda: np.frombuffer(am.vram_bar.view, np.uint64, 1, signal_at)[0] == 7), (model.faults, model.problems)
   assert len(model.mec.queues) == 1
+
+def test_closing_leaves_no_queue_and_no_psp_ring_for_the_next_driver(machine):
+  first, model = brought_up(machine)
+  mapped_compute(first)
+  am_queues.start_sdma_queue(first.gc_write, VMID, VA_BASE + first.alloc(1 << 16, True)[0], 1 << 16, VA_BASE, VA_BASE + 8)
+  assert model.mec.queues and model.sdma.queues and model.psp.ring is not None
+  first.close()
+  assert not model.mec.queues and not model.sdma.queues and model.psp.ring is None
+  am, _ = brought_up(machine)
+  assert model.psp.ring is not None and model.problems == []
 
 def test_a_doorbell_with_no_hdp_flush_since_the_last_one_faults_the_queue(machine):
   am, model = brought_up(machine)
