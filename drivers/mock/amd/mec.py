@@ -34,11 +34,11 @@ COMPUTE_ME = 1
 class MEC:
   """`gpu_of(vmid)`: the model's memory view of a VMID; `doorbells`: the doorbell BAR's memory; `loaded(fw_type)`:
   the image the PSP loaded of a type (None if none); `firmware`: the RS64 MEC image and stack the model's MEC runs,
-  and `start`: its program counter start (the file header's ucode_start_addr); `rung(queue)`: checks a queue's new
-  doorbell value (the HDP rule)."""
+  and `start`: its program counter start (the file header's ucode_start_addr); `watch(queue)`: sets up the checks of
+  a new queue's doorbell (the HDP rule)."""
   def __init__(self, gpu_of: Callable[[int], GPU], doorbells: memoryview, loaded: Callable[[int], bytes | None],
-               firmware: tuple[bytes, bytes], start: int, rung: Callable[[Queue], None]):
-    self.gpu_of, self.doorbells, self.loaded, self.firmware, self.start, self.rung = gpu_of, doorbells, loaded, firmware, start, rung
+               firmware: tuple[bytes, bytes], start: int, watch: Callable[[Queue], None]):
+    self.gpu_of, self.doorbells, self.loaded, self.firmware, self.start, self.watch = gpu_of, doorbells, loaded, firmware, start, watch
     self.regs = {GRBM_GFX_CNTL: 0, RS64_CNTL: MEC_HALT | 0xF << PIPE_RESET_SHIFT, DOORBELL_RANGE_LOWER: 0, DOORBELL_RANGE_UPPER: 0,
                  PQ_WPTR_POLL_CNTL: 0, PQ_STATUS: 0}
     self.program_counter: dict[int, int] = {}        # pipe -> its PRGRM_CNTR_START (64-bit, in dwords)
@@ -106,7 +106,7 @@ class MEC:
     q = Queue(len(self.queues), "pm4", ring, 4 * (2 << (bank.get(PQ_CONTROL, 0) & 0x3F)), pair(RPTR_REPORT_ADDR, RPTR_REPORT_ADDR_HI, ~3),
               pair(WPTR_POLL_ADDR, WPTR_POLL_ADDR_HI, ~7), self.doorbells[offset:offset + 8].cast("Q"), offset // 8, rptr_bits=32)
     q.doorbell[0] = bank.get(PQ_WPTR_LO, 0) | bank.get(PQ_WPTR_HI, 0) << 32  # the doorbell BAR is memory here: start from the HQD's write pointer
-    q.rung = self.rung
+    self.watch(q)
     q.engine = PM4Engine(gpu, q)
     self.queues[where] = (gpu, q)
     gpu.add_queue(q)

@@ -73,8 +73,8 @@ class AMDPCIGPU:
     doorbells = Bar(2 << 20)
     self.lock, self.gpus, self.hdp_flushes, self.flushes_seen = threading.RLock(), {}, 0, {}
     self.hub = GFXHub(self.vram, self.install)
-    self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.rung)
-    self.sdma = SDMAQueues(self.gpu_of, doorbells.memory, self.loaded, firmware_files.SDMA_THREADS, self.rung)
+    self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.watch)
+    self.sdma = SDMAQueues(self.gpu_of, doorbells.memory, self.loaded, firmware_files.SDMA_THREADS, self.watch)
     gc = base["GC"]
     # register -> (the model answering it, its name there)
     self.hooks = {**{base["MP0"][0] + offset: (self.psp, offset) for offset in self.psp.regs}, **{base["MP1"][0] + offset: (self.smu, offset) for offset in self.smu.regs},
@@ -95,10 +95,14 @@ class AMDPCIGPU:
   def fault(self, gpu: GPU, e: GPUFault) -> None:
     if e.address is not None: self.hub.fault(gpu.gpu_id, e.address)
   def loaded(self, fw_type: int) -> bytes | None: return next((blob for t, blob in reversed(self.psp.ip_firmware) if t == fw_type), None)
+  def watch(self, q: Queue) -> None:
+    """A new queue's doorbell moves only after an HDP flush since it last moved (or since the queue started)."""
+    self.flushes_seen[id(q)] = self.hdp_flushes
+    q.rung = self.rung
   def rung(self, q: Queue) -> None:
     """amdgpu flushes the HDP before each submission (amdgpu_ib.c amdgpu_ib_schedule): commands and data the CPU wrote
     into video memory through BAR 0 may not have reached it until then."""
-    if self.flushes_seen.get(id(q), 0) == self.hdp_flushes:
+    if self.flushes_seen[id(q)] == self.hdp_flushes:
       raise GPUFault("its doorbell moved with no HDP flush since it last did: the commands the CPU wrote to video memory may not have reached it")
     self.flushes_seen[id(q)] = self.hdp_flushes
   @property

@@ -27,10 +27,10 @@ HALT, TH1_RESET = 1 << 0, 1 << 13
 SDMA_UCODE_TH0, SDMA_UCODE_TH1 = 71, 72  # psp_gfx_if.h
 
 class SDMAQueues:
-  """Like the MEC model: `gpu_of`, `doorbells`, `loaded`, `rung`; `firmware`: the two threads' images the model runs."""
+  """Like the MEC model: `gpu_of`, `doorbells`, `loaded`, `watch`; `firmware`: the two threads' images the model runs."""
   def __init__(self, gpu_of: Callable[[int], GPU], doorbells: memoryview, loaded: Callable[[int], bytes | None],
-               firmware: tuple[bytes, bytes], rung: Callable[[Queue], None]):
-    self.gpu_of, self.doorbells, self.loaded, self.firmware, self.rung = gpu_of, doorbells, loaded, firmware, rung
+               firmware: tuple[bytes, bytes], watch: Callable[[Queue], None]):
+    self.gpu_of, self.doorbells, self.loaded, self.firmware, self.watch = gpu_of, doorbells, loaded, firmware, watch
     self.regs = {**{(0, e * ENGINE_STRIDE + r): 0 for e in range(ENGINES) for r in QUEUE_REGS},
                  **{(1, F32_CNTL + e * F32_STRIDE): HALT | TH1_RESET for e in range(ENGINES)}}
     self.queues: dict[int, tuple[GPU, Queue]] = {}
@@ -58,7 +58,7 @@ class SDMAQueues:
               r(WPTR_POLL_ADDR_LO) & ~3 | r(WPTR_POLL_ADDR_HI) << 32, self.doorbells[at:at + 8].cast("Q"), at // 8,
               rptr_bits=64 if value & RPTR_WRITEBACK_ENABLE else 0)
     q.doorbell[0] = r(RB_WPTR) | r(RB_WPTR_HI) << 32
-    q.rung = self.rung
+    self.watch(q)
     q.engine = SDMAEngine(gpu, q)
     self.queues[engine] = (gpu, q)
     gpu.add_queue(q)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from ir.switches import Context
 from drivers.amd import am_queues, firmware, gmc, pm4, sdma
+from drivers.amd import am as am_module
 from drivers.amd.am import AM, VA_BASE, VMID
 from drivers.amd.pci_gpu import PCIGPU
 from drivers.device import DeviceUnavailable
@@ -138,6 +139,13 @@ def test_a_doorbell_with_no_hdp_flush_since_the_last_one_faults_the_queue(machin
   at = ring - VA_BASE + 16
   am.vram_bar.view[at:at + 16] = np.array(pm4.nop(4), np.uint32).tobytes()
   np.frombuffer(am.doorbells, np.uint64, 1, doorbell)[0] = 8  # rung again, no flush
+  assert until(lambda: model.faults) and "no HDP flush" in model.faults[0]
+
+def test_flushes_reach_the_hdp_only_where_the_nbio_remap_put_its_register(machine):
+  am, model = brought_up(machine)
+  am.gpu.reg_write(am.base("NBIF", 2) + am_module.HDP_REMAP, 0)  # a driver that never moved the register (nbio_v4_3_remap_hdp_registers)
+  ring, _, doorbell = mapped_compute(am)
+  submit(am, ring, doorbell, pm4.nop(4), flush=True)
   assert until(lambda: model.faults) and "no HDP flush" in model.faults[0]
 
 def test_a_packet_writing_outside_the_page_tables_leaves_the_fault_in_the_hub(machine):
