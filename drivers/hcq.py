@@ -132,9 +132,10 @@ class SoftwareEngine:
     atexit.register(self.drain)  # a kernel still running while the interpreter frees its buffers would crash it
   def submit(self, words: list[Any]) -> None: self.pending.put(words)
   def busy(self, seen: frozenset) -> bool:
-    """Working now: it holds unfinished command lists and isn't waiting for a signal whose writers are idle."""
+    """Working now: it holds unfinished command lists and isn't waiting for a signal whose writers are idle (a wait
+    already met counts as working: the engine's thread just hasn't run since)."""
     blocked = self.blocked
-    return self not in seen and self.pending.unfinished_tasks > 0 and (blocked is None or blocked[0].busy(seen | {self}))
+    return self not in seen and self.pending.unfinished_tasks > 0 and (blocked is None or blocked[0].value >= blocked[1] or blocked[0].busy(seen | {self}))
   def describe(self) -> str:
     blocked, n = self.blocked, self.pending.unfinished_tasks
     doing = f"waits for {blocked[0].name} of {blocked[0].owner} (at {blocked[0].value}) to reach {blocked[1]}" if blocked else "runs commands"

@@ -48,9 +48,9 @@ class AMPCIDevice(AMDDevice):
     atexit.register(self.close)
 
   def close(self) -> None:
-    """At exit: the work queued so far finishes, then the GPU is left for the next process (AM.close)."""
-    if self.error is None: self.synchronize()
-    self.am.close()
+    """At exit, the GPU is left for the next process (AM.close), unless it is still running queued work: then it is
+    left as it is, and the next bring-up takes the queue off the pipe itself."""
+    if self.error is None and self.timeline_signal.value >= self.timeline_value - 1: self.am.close()
 
   # ---- memory: all of it video memory, the CPU-visible part for what the CPU writes or polls
   def alloc_memory(self, size: int, host: bool = False, uncached: bool = False, cpu_access: bool = False) -> GPUBuffer:
