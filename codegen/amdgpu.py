@@ -10,6 +10,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.llvmir import _Function, _as_float, _suffix, const_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
+from codegen.sine import COS_POLY, HALF_PI, SIN_POLY
 from codegen.tensor_core import mfma_16x16x16, wmma_16x16x16
 
 GLOBAL, LOCAL, PRIVATE = 1, 3, 5  # AMDGPUUsage.rst "Address Spaces": global, local (LDS), private (scratch)
@@ -31,8 +32,6 @@ def _pi_over_2_parts() -> tuple[float, float, float]:
     rest -= part
   return tuple(parts)
 PI_OVER_2_PARTS = _pi_over_2_parts()
-# 2*pi split in two floats (Cody-Waite) so that sin's argument reduction keeps the low bits
-TWO_PI_HI, TWO_PI_LO = 6.28318548202514648, -1.7484555314695172e-07
 
 def _f32(x: float) -> str:
   """x rounded to float32, as an LLVM float constant."""
@@ -190,12 +189,16 @@ class _Kernel(_Function):
     z = self.op(f"fmul {t} {r}, {r}")
     sin_r = self.op(f"fmul {t} {r}, {self._horner(z, t, [(-1) ** j / math.factorial(2 * j + 1) for j in range(10)])}")
     cos_r = self._horner(z, t, [(-1) ** j / math.factorial(2 * j) for j in range(11)])
+    return self._by_quadrant(x, k, sin_r, cos_r, t, ti)
+
+  def _by_quadrant(self, x: str, k: str, sin_r: str, cos_r: str, t: str, ti: str) -> str:
+    """sin x from sin r and cos r, x = k pi/2 + r: cos r for odd k, negated for k mod 4 in {2, 3}; sin(-0.) is -0."""
     q = self.op(f"and {ti} {self.intrinsic('fptosi.sat', t, [k], ret_type=ti)}, {imm(ti, '3')}")
     odd = self.op(f"trunc {ti} {q} to {with_scalar(t, 'i1')}")
     out = self._select(odd, t, cos_r, sin_r)
     upper = self.op(f"icmp uge {ti} {q}, {imm(ti, '2')}")
     out = self._select(upper, t, self.op(f"fneg {t} {out}"), out)
-    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)  # sin(-0.) is -0.
+    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)
 
   def ldexp(self, x: str, n: str, t: str, ti: str) -> str:
     fname = f"llvm.ldexp.{_suffix(t)}.{_suffix(ti)}"
@@ -210,11 +213,14 @@ class _Kernel(_Function):
     return self.op(f"{'fptrunc' if dt.scalar.itemsize < 4 else 'fpext'} {tf} {out} to {t}")
 
   def sin(self, xf: str, tf: str) -> str:
-    """LLVM lowers llvm.sin to the hardware's v_sin, accurate only near zero: take whole turns off first (half goes
-    through float32)."""
-    turns = self.op(f"fmul {tf} {xf}, {imm(tf, _f32(1 / (2 * math.pi)))}")
-    whole = self.intrinsic("rint", tf, [turns])
-    neg = self.op(f"fneg {tf} {whole}")
-    hi = self.intrinsic("fma", tf, [neg, imm(tf, _f32(TWO_PI_HI)), xf])
-    r = self.intrinsic("fma", tf, [neg, imm(tf, _f32(TWO_PI_LO)), hi])
-    return self.intrinsic("sin", tf, [r])
+    """sin within about an ulp (codegen/sine.py): LLVM lowers llvm.sin to v_sin, whose error is absolute, so tiny
+    arguments came back all error. x = n pi/2 + r, then +-sin r or +-cos r by n mod 4; -0 keeps its sign."""
+    ti = with_scalar(tf, "i32")
+    n = self.intrinsic("rint", tf, [self.op(f"fmul {tf} {xf}, {imm(tf, _f32(2 / math.pi))}")])
+    neg_n, r = self.op(f"fneg {tf} {n}"), xf
+    for part in HALF_PI: r = self.intrinsic("fma", tf, [neg_n, imm(tf, _f32(part)), r])
+    z = self.op(f"fmul {tf} {r}, {r}")
+    sin_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {r}, {z}"), self._horner(z, tf, list(SIN_POLY)), r])
+    one_minus_half_z = self.intrinsic("fma", tf, [z, imm(tf, _f32(-0.5)), imm(tf, _f32(1.0))])
+    cos_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {z}, {z}"), self._horner(z, tf, list(COS_POLY)), one_minus_half_z])
+    return self._by_quadrant(xf, n, sin_r, cos_r, tf, ti)

@@ -9,6 +9,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.renderer import Renderer
 from codegen.tensor_core import mma_m16n8k16, wgmma_m64nNk16
+from codegen.sine import COS_POLY, HALF_PI, SIN_POLY
 
 def ptx_version(arch: str) -> str:
   """The PTX ISA version to declare for `arch` (sm_NN, optionally with an a/f suffix): the oldest that knows it."""
@@ -27,15 +28,6 @@ TYPES: dict[DType, tuple[str, str, str]] = {
   dtypes.bfloat16: ("f32", "f32", "u16"), dtypes.fp8e4m3: ("b16", "u16", "u8"), dtypes.fp8e5m2: ("b16", "u16", "u8")}
 FP8 = (dtypes.fp8e4m3, dtypes.fp8e5m2)  # bytes to load, store and bitcast; the frontend converts them through float32
 SPECIAL_REGS = {"g": "%ctaid", "l": "%tid"}
-def _round_f32(x: float) -> float: return struct.unpack("<f", struct.pack("<f", x))[0]
-# pi/2 split in three floats (Cody-Waite), each the float32 nearest what the ones before leave, so that sin's argument
-# reduction x - n pi/2 keeps the low bits
-HALF_PI = (_round_f32(math.pi / 2), _round_f32(math.pi / 2 - _round_f32(math.pi / 2)))
-HALF_PI += (_round_f32(math.pi / 2 - HALF_PI[0] - HALF_PI[1]),)
-# polynomials fitted here (Chebyshev nodes, relative least squares) on [-pi/4, pi/4]: sin r = r + r^3 (S0 + S1 r^2 +
-# S2 r^4) within 0.7 ulp and cos r = 1 - r^2/2 + r^4 (C0 + C1 r^2 + C2 r^4) within 1.3 ulp, evaluated in float32 with fma
-SIN_POLY = (-0.16666653752326965, 0.00833214819431305, -0.0001951392914634198)
-COS_POLY = (0.04166664555668831, -0.0013887289678677917, 2.443057019263506e-05)
 
 def ptx_type(dt: DType) -> tuple[str, str, str]:
   if (t := TYPES.get(dt.scalar)) is None: raise TypeError(f"the PTX renderer has no {dt}")
