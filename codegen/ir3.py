@@ -41,6 +41,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from ir.symbolic import is_multiple_of
 from codegen.renderer import Renderer, buffers_written
+from codegen.sine import COS_POLY, HALF_PI, SIN_POLY
 
 NUM_REGS = 48                      # r0..r47 and hr0..hr47 (the registers a kernel may use)
 COMPONENTS = 4 * NUM_REGS
@@ -53,7 +54,6 @@ MEM_TYPE = {dtypes.float32: "f32", dtypes.int32: "s32", dtypes.uint32: "u32", dt
             dtypes.fp8e4m3: "u8", dtypes.fp8e5m2: "u8"}
 IMM_RANGE = range(-1024, 1024)      # cat2 immediates: an 11-bit signed field (ir3-common.xml #mulitsrc-immed IMMED)
 ALU_TO_ALU, ALU_TO_OTHER = 3, 6    # ir3_delay.c ir3_delayslots: alu -> alu 3 cycles, alu -> flow/sfu/mem 6
-TWO_PI_HI, TWO_PI_LO = 6.28318548202514648, -1.7484555314695172e-07  # 2*pi in two floats (Cody-Waite reduction)
 RCP_SCALE = 0x3F7FFFF0             # 1 - 2^-20 as float32: makes the reciprocal an underestimate
 
 def f32_bits(x: float) -> int:
@@ -473,11 +473,26 @@ class _Kernel:
     if op is Ops.LOG2: return self.op("log2", a[0])
     if op is Ops.FDIV: return self.fdiv(*a)
     if op is Ops.MOD: return self.op("mad.f32", Part(self.op("trunc.f", self.fdiv(*a)), 0, "(neg)"), a[1], a[0])  # a - trunc(a / b) * b
-    if op is Ops.SIN:  # sin is accurate near 0: subtract whole turns first
-      turns = self.op("rndne.f", self.op("mul.f", a[0], self.fconst(1 / (2 * math.pi))))
-      r = self.op("mad.f32", Part(turns, 0, "(neg)"), self.fconst(TWO_PI_HI), a[0])
-      return self.op("sin", self.op("mad.f32", Part(turns, 0, "(neg)"), self.fconst(TWO_PI_LO), r))
+    if op is Ops.SIN: return self.sin(a[0])
     raise TypeError(f"the IR3 renderer has no {op} on floats")
+
+  def sin(self, x: Reg) -> Reg:
+    """sin within about an ulp from fused multiply-adds (codegen/sine.py) rather than cat4 sin, whose error, like every
+    hardware sine's, is absolute: x = n pi/2 + r, then +-sin r or +-cos r by n mod 4; -0 keeps its sign."""
+    n = self.op("rndne.f", self.op("mul.f", x, self.fconst(2 / math.pi)))
+    r = x
+    for part in HALF_PI: r = self.op("mad.f32", Part(n, 0, "(neg)"), self.fconst(part), r)
+    z = self.op("mul.f", r, r)
+    def horner(coefficients: tuple[float, ...]) -> Reg:
+      acc = self.fconst(coefficients[-1])
+      for c in coefficients[-2::-1]: acc = self.op("mad.f32", acc, z, self.fconst(c))
+      return acc
+    sin_r = self.op("mad.f32", self.op("mul.f", r, z), horner(SIN_POLY), r)
+    cos_r = self.op("mad.f32", self.op("mul.f", z, z), horner(COS_POLY), self.op("mad.f32", z, self.fconst(-0.5), self.fconst(1.0)))
+    quadrant = self.op("cov.f32s32", n)
+    out = self.op("sel.b32", cos_r, self.op("and.b", quadrant, "1"), sin_r)
+    out = self.op("sel.b32", self.op("absneg.f", Part(out, 0, "(neg)")), self.op("and.b", quadrant, "2"), out)
+    return self.op("sel.b32", x, self.op("cmps.f.eq", x, self.fconst(0.0)), out)
 
   def fdiv(self, a: Reg, b: Reg) -> Reg:
     """a * rcp(b), refined by one step on the fused residual a - b * q (nearly always the rounded quotient); where the

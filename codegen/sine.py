@@ -1,5 +1,5 @@
-"""The float32 sine the GPU renderers build from fused multiply-adds instead of a hardware sine whose error is absolute
-(PTX sin.approx, AMDGPU v_sin: most of the result near 0, the whole of it for tiny arguments): x = n pi/2 + r with
+"""The float32 sine the PTX, AMDGPU and IR3 renderers build from fused multiply-adds instead of a hardware sine whose
+error is absolute (PTX sin.approx, AMDGPU v_sin, ir3's cat4 sin: most of the result near 0, all of it for tiny arguments): x = n pi/2 + r with
 |r| <= pi/4, then +-sin r or +-cos r by n mod 4, each by a polynomial fitted here."""
 import math, struct
 

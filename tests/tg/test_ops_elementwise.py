@@ -290,8 +290,7 @@ def test_log1p_expm1_small_arguments_are_accurate():
   np.testing.assert_allclose(Tensor(x).log1p().numpy(), np.log1p(x.astype(np.float64)), rtol=1e-4)
   np.testing.assert_allclose(Tensor(x).expm1().numpy(), np.expm1(x.astype(np.float64)), rtol=1e-4)
 
-@pytest.mark.skipif(Device.DEFAULT in ("WEBGPU", "QCOM"), reason="WGSL bounds sin's error only absolutely (2^-11 over [-pi, pi]); "
-                    "the QCOM renderer still reduces by 2 pi and takes the hardware sine, whose error is absolute too")
+@pytest.mark.skipif(Device.DEFAULT == "WEBGPU", reason="WGSL bounds sin's error only absolutely (2^-11 over [-pi, pi])")
 def test_sin_is_accurate_relative_to_its_value():
   """Within a few ulp of the value at every magnitude, tiny arguments included (a GPU's fast sine is off by about
   2^-21.5 absolutely: sin(1e-6) 19 % off on an H200), and sin(-0.) is -0."""
