@@ -78,9 +78,9 @@ def test_image_dot_and_conv_on_a_device_without_images_match_numpy():
   rng = np.random.default_rng(1)
   a, b = rng.standard_normal((2, 5, 6)).astype(np.float32), rng.standard_normal((6, 3)).astype(np.float32)
   x, w = rng.standard_normal((1, 3, 5, 5)).astype(np.float32), rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
-  with Context(IMAGE=1):
-    prod = Tensor(a) @ Tensor(b)
+  with Context(IMAGE=1):  # on CPU, which has no images, whatever the default device is
+    prod = Tensor(a, device="CPU") @ Tensor(b, device="CPU")
     assert not [b for item in prod.schedule() for b in item.bufs if b.image is not None]
     np.testing.assert_allclose(prod.numpy(), a @ b, rtol=1e-5, atol=1e-5)
-    conv = Tensor(x).conv2d(Tensor(w), stride=2).numpy()
-  np.testing.assert_allclose(conv, Tensor(x).conv2d(Tensor(w), stride=2).numpy(), rtol=1e-5, atol=1e-5)
+    conv = Tensor(x, device="CPU").conv2d(Tensor(w, device="CPU"), stride=2).numpy()
+  np.testing.assert_allclose(conv, Tensor(x, device="CPU").conv2d(Tensor(w, device="CPU"), stride=2).numpy(), rtol=1e-5, atol=1e-5)
