@@ -71,7 +71,7 @@ class AMDPCIGPU:
     self.psp = PSPModel(firmware_files.SOS_COMPONENTS if psp_firmware is None else psp_firmware, self.read_vram, self.write_vram, vram_mib << 20, FB_BASE, psp_answers)
     self.smu = SMUModel(lambda: any(fw_type == GFX_FW_TYPE_SMU for fw_type, _ in self.psp.ip_firmware))
     doorbells = Bar(2 << 20)
-    self.lock, self.gpus, self.hdp_flushes, self.flushes_seen = threading.RLock(), {}, 0, {}
+    self.lock, self.gpus, self.hdp_flushes, self.doorbell_moves, self.flush_base = threading.RLock(), {}, 0, 0, None
     self.hub = GFXHub(self.vram, self.install)
     self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.watch)
     self.sdma = SDMAQueues(self.gpu_of, doorbells.memory, self.loaded, firmware_files.SDMA_THREADS, self.watch)
@@ -96,15 +96,17 @@ class AMDPCIGPU:
     if e.address is not None: self.hub.fault(gpu.gpu_id, e.address)
   def loaded(self, fw_type: int) -> bytes | None: return next((blob for t, blob in reversed(self.psp.ip_firmware) if t == fw_type), None)
   def watch(self, q: Queue) -> None:
-    """A new queue's doorbell moves only after an HDP flush since it last moved (or since the queue started)."""
-    self.flushes_seen[id(q)] = self.hdp_flushes
+    """A queue whose doorbell moves are counted against HDP flushes (the first queue starts the count)."""
+    if self.flush_base is None: self.flush_base = self.hdp_flushes
     q.rung = self.rung
   def rung(self, q: Queue) -> None:
     """amdgpu flushes the HDP before each submission (amdgpu_ib.c amdgpu_ib_schedule): commands and data the CPU wrote
-    into video memory through BAR 0 may not have reached it until then."""
-    if self.flushes_seen[id(q)] == self.hdp_flushes:
-      raise GPUFault("its doorbell moved with no HDP flush since it last did: the commands the CPU wrote to video memory may not have reached it")
-    self.flushes_seen[id(q)] = self.hdp_flushes
+    into video memory through BAR 0 may not have reached it until then. The model sees a doorbell move after the fact
+    and may see two submissions as one, so it asks that there were never more moves than flushes."""
+    self.doorbell_moves += 1
+    if self.doorbell_moves > self.hdp_flushes - self.flush_base:
+      raise GPUFault(f"its doorbell moved with no HDP flush since it last did ({self.doorbell_moves} moves, {self.hdp_flushes - self.flush_base} flushes): "
+                     "the commands the CPU wrote to video memory may not have reached it")
   @property
   def faults(self) -> list[str]: return [f for g in self.gpus.values() for f in g.faults]
   @property

@@ -13,7 +13,7 @@ from drivers.device import DeviceUnavailable
 from drivers.pci import SysfsFunction
 from drivers.mock import new_bare_pci_machine
 from drivers.mock.amd import firmware_files
-from drivers.mock.amd.gpu import ARCHS, GPU
+from drivers.mock.amd.gpu import ARCHS, GPU, GPUFault, Queue
 from drivers.mock.amd.mec import MEC
 from drivers.mock.amd.sdma_queues import SDMAQueues
 
@@ -140,6 +140,18 @@ def test_a_doorbell_with_no_hdp_flush_since_the_last_one_faults_the_queue(machin
   am.vram_bar.view[at:at + 16] = np.array(pm4.nop(4), np.uint32).tobytes()
   np.frombuffer(am.doorbells, np.uint64, 1, doorbell)[0] = 8  # rung again, no flush
   assert until(lambda: model.faults) and "no HDP flush" in model.faults[0]
+
+def test_the_hdp_rule_counts_flushes_so_a_doorbell_seen_late_is_no_fault(machine):
+  """The model notices doorbell moves after the fact: a driver that flushed before each of two doorbells passes even
+  when the model first looks between the second flush and the second doorbell; a third move with no flush faults."""
+  am, model = brought_up(machine)
+  q = Queue(0, "pm4", 0, 4096, 0, 0, memoryview(bytearray(8)).cast("Q"))
+  model.watch(q)
+  am.flush_hdp()
+  am.flush_hdp()
+  model.rung(q)
+  model.rung(q)
+  with pytest.raises(GPUFault, match="no HDP flush"): model.rung(q)
 
 def test_flushes_reach_the_hdp_only_where_the_nbio_remap_put_its_register(machine):
   am, model = brought_up(machine)
