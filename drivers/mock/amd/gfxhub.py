@@ -83,9 +83,9 @@ class GFXHub:
     if not root & VALID:
       self.problems.append(f"VMID {vmid}: the page table base {root:#x} has no VALID bit")
       return []
-    pages: list[tuple[int, int, int]] = []  # (first page number, physical address, pages)
-    self._table(vmid, root & ADDRESS, depth, 0, block, first if depth == 0 else 0, first, last, pages)
-    return self._coalesce(pages)
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (first pages, physical addresses, page counts)
+    self._table(vmid, root & ADDRESS, depth, 0, block, first if depth == 0 else 0, first, last, runs)
+    return self._coalesce(runs)
 
   def _entries(self, vmid: int, address: int, count: int) -> np.ndarray | None:
     if address + 8 * count > len(self.vram):
@@ -100,25 +100,30 @@ class GFXHub:
     else: count = (1 << block) if level == depth else 512 if level else max(1, -(-(last + 1) >> shift))
     lo, hi = max(first - base, 0) >> shift, min(count - 1, (last - base) >> shift)
     if hi < lo or (entries := self._entries(vmid, address, count)) is None: return
-    for i in np.nonzero(entries[lo:hi + 1] & VALID)[0] + lo:
-      entry, start = int(entries[i]), base + (int(i) << shift)
-      if entry & SYSTEM: self.problems.append(f"VMID {vmid}: page {start:#x} is system memory, which the model has none of")
-      elif level == depth: out.append((start, entry & ADDRESS, 1))
-      elif entry & PDE_PTE:  # PDE0 as PTE: the entry maps its whole span
-        if level == depth - 1: out.append((start, entry & ADDRESS, 1 << shift))
-        else: self.problems.append(f"VMID {vmid}: PDE_PTE above PDB0 at page {start:#x}")
-      else: self._table(vmid, entry & ADDRESS, depth, level + 1, block, start, first, last, out)
+    index = np.nonzero(entries[lo:hi + 1] & VALID)[0] + lo
+    valid = entries[index]
+    for i in index[(valid & SYSTEM) != 0]: self.problems.append(f"VMID {vmid}: page {base + (int(i) << shift):#x} is system memory, which the model has none of")
+    index, valid = index[(valid & SYSTEM) == 0], valid[(valid & SYSTEM) == 0]
+    if level == depth:  # page table entries, all at once
+      out.append((base + index.astype(np.int64), (valid & ADDRESS).astype(np.int64), np.ones(len(index), np.int64)))
+      return
+    for i, entry in zip(index.tolist(), valid.tolist()):
+      start = base + (i << shift)
+      if not entry & PDE_PTE: self._table(vmid, entry & ADDRESS, depth, level + 1, block, start, first, last, out)
+      elif level == depth - 1: out.append((np.array([start]), np.array([entry & ADDRESS]), np.array([1 << shift])))  # PDE0 as PTE: its whole span
+      else: self.problems.append(f"VMID {vmid}: PDE_PTE above PDB0 at page {start:#x}")
 
-  def _coalesce(self, pages: list[tuple[int, int, int]]) -> list[Region]:
-    regions: list[Region] = []
-    run: list[int] | None = None  # [first page, physical address, pages]
-    for page, physical, n in sorted(pages):
-      if physical + n * PAGE > len(self.vram):
-        self.problems.append(f"page {page:#x} points at {physical:#x}, outside video memory")
-        continue
-      if run is not None and run[0] + run[2] == page and run[1] + run[2] * PAGE == physical: run[2] += n
-      else:
-        if run is not None: regions.append(Region(run[0] * PAGE, run[2] * PAGE, self.vram_address + run[1]))
-        run = [page, physical, n]
-    if run is not None: regions.append(Region(run[0] * PAGE, run[2] * PAGE, self.vram_address + run[1]))
-    return regions
+  def _coalesce(self, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Region]:
+    """Consecutive pages that are consecutive in video memory too, as one region each."""
+    if not runs: return []
+    page, physical, n = (np.concatenate(parts) for parts in zip(*runs))
+    order = np.argsort(page, kind="stable")
+    page, physical, n = page[order], physical[order], n[order]
+    inside = physical + n * PAGE <= len(self.vram)
+    for p, a in zip(page[~inside].tolist(), physical[~inside].tolist()): self.problems.append(f"page {p:#x} points at {a:#x}, outside video memory")
+    page, physical, n = page[inside], physical[inside], n[inside]
+    if not len(page): return []
+    starts = np.concatenate([[True], (page[1:] != page[:-1] + n[:-1]) | (physical[1:] != physical[:-1] + n[:-1] * PAGE)])
+    first = np.nonzero(starts)[0]
+    sizes = np.add.reduceat(n, first)
+    return [Region(int(page[i]) * PAGE, int(size) * PAGE, self.vram_address + int(physical[i])) for i, size in zip(first.tolist(), sizes.tolist())]

@@ -64,6 +64,29 @@ def test_page_table_entries_are_amdgpus_four_levels(machine):
   region = next(r for r in model.gpu_of(VMID).maps if r.va <= va < r.va + r.size)
   assert region.host + va - region.va == model.hub.vram_address + at and cpu == am.vram_cpu + at
 
+def test_the_hubs_walk_reads_tables_built_by_hand_with_a_2_mib_pde0_page():
+  """Tables written here from amdgpu_vm.h's bits, not by tg's PageTables: a PDB0 entry with PDE_PTE maps 2 MiB, PTEs map
+  pages one by one, runs that are consecutive in video memory too become one region, invalid entries map nothing."""
+  from drivers.mock.amd import gfxhub
+  vram = memoryview(bytearray(64 << 20))
+  installed = {}
+  hub = gfxhub.GFXHub(vram, lambda vmid, regions: installed.__setitem__(vmid, regions))
+  entries = lambda table: np.frombuffer(vram, np.uint64, 512, table)
+  root, pdb1, pdb0, ptb = 0x1000, 0x2000, 0x3000, 0x4000
+  va = (5 << 39) | (7 << 30) | (9 << 21)  # PDB2 index 5, PDB1 index 7, PDB0 index 9
+  entries(root)[5], entries(pdb1)[7] = pdb1 | 1, pdb0 | 1
+  entries(pdb0)[9] = (16 << 20) | 1 | 1 << 54                            # 2 MiB at 16 MiB
+  entries(pdb0)[10] = ptb | 1
+  entries(ptb)[0:3] = [(32 << 20) | 0x71, (32 << 20) + 4096 | 0x71, (40 << 20) | 0x71]
+  entries(ptb)[3] = (44 << 20) | 0x70                                    # no VALID
+  for reg, value in ((gfxhub.MX_L1_TLB_CNTL, 0x19), (gfxhub.L2_CNTL, 1), (gfxhub.CONTEXT0_PT_BASE_LO32 + 2, root | 1),
+                     (gfxhub.CONTEXT0_END_LO32 + 2, 0xFFFFFFFF), (gfxhub.CONTEXT0_END_LO32 + 3, 0xF), (gfxhub.CONTEXT0_CNTL + 1, 1 | 3 << 1)):
+    hub.write(reg, value)
+  hub.write(gfxhub.ENG0_REQ + 17, 0xF80000 | 1 << 1)
+  assert hub.read(gfxhub.ENG0_ACK + 17) == 1 << 1
+  base = hub.vram_address
+  assert [(r.va, r.size, r.host - base) for r in installed[1]] == [(va, 2 << 20, 16 << 20), (va + (2 << 20), 8192, 32 << 20), (va + (2 << 20) + 8192, 4096, 40 << 20)]
+
 def test_the_gpu_sees_new_pages_only_after_a_tlb_flush(machine):
   am, model = brought_up(machine)
   at = am.visible_space.alloc(4096, 4096)
