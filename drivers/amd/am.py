@@ -10,7 +10,7 @@ signals), the RLC/IMU, a GPU reset, and the same over the USB bridge."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
-from drivers.amd import am_queues, firmware, gmc, psp, smu
+from drivers.amd import am_queues, discovery, firmware, gmc, psp, smu
 from drivers.amd.discovery import IP
 from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR
 from drivers.gpu_memory import AddressSpace
@@ -44,7 +44,7 @@ class AM:
     self.vram_bar = gpu.pci.bar(VRAM_BAR)
     self.vram_cpu = sysmod.address_of(self.vram_bar.view)
     self.doorbells = gpu.pci.bar(2).view
-    tmr = (self.vram_bytes - (64 << 10) - TMR_BYTES) & ~(MIB - 1)
+    tmr = (self.vram_bytes - discovery.DISCOVERY_TMR_OFFSET - TMR_BYTES) & ~(MIB - 1)
     self.visible_space, self.hidden_space = AddressSpace(FIRST_FREE, self.visible), AddressSpace(self.visible, tmr)
     self.fb_base = psp.fb_base(gpu, self.base("MMHUB"))
     self.load_firmware(tmr)

@@ -4,6 +4,7 @@ function with no kernel driver bound."""
 from __future__ import annotations
 import atexit, functools
 import numpy as np
+from ir.helpers import round_up
 from ir.switches import DEV
 from ir.target import parse_targets, target_for
 from codegen.amdgpu import AMDGPURenderer
@@ -29,6 +30,7 @@ def unbound_gpu(system) -> str:
   raise DeviceUnavailable(f"AMD unavailable: no AMD GPU without a kernel driver on the PCI bus{f' (bound: {bound}; unbind one first)' if bound else ''}")
 
 class AMPCIDevice(AMDDevice):
+  """AMDDevice over a GPU the AM driver brought up; one per process, sharing no memory with other GPUs yet."""
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "AMD")
     self.system = system_for(target.interface)
@@ -42,7 +44,6 @@ class AMPCIDevice(AMDDevice):
     self.signal_memory = self.alloc_memory(0x10000, host=True)
     self.arguments = ArgumentPool(self)
     self.rings = self.new_rings()
-    self.peers: set[int] = set()
     HCQCompiled.__init__(self, device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
                          *queues_for(self.gfx), signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
     atexit.register(self.close)
@@ -55,7 +56,7 @@ class AMPCIDevice(AMDDevice):
   # ---- memory: all of it video memory, the CPU-visible part for what the CPU writes or polls
   def alloc_memory(self, size: int, host: bool = False, uncached: bool = False, cpu_access: bool = False) -> GPUBuffer:
     if self.retired: self.free_retired()
-    size = -(-max(size, 1) // PAGE) * PAGE
+    size = round_up(max(size, 1), PAGE)
     at, cpu = self.am.alloc(size, host or cpu_access)
     buf = GPUBuffer(VA_BASE + at, size, cpu, handle=at)
     if cpu is not None: buf.view()[:] = 0
