@@ -682,7 +682,8 @@ def _vop3(ws: _Words, at: int):
   else: fields.update(abs=(w0 >> 8) & 7, opsel=(w0 >> 11) & 0xF)
   dw, bits = _widths(name, nsrc), _bits(name)
   fmod = _is_float_op(name) and name not in _VOP3B | {"v_cndmask_b32"}
-  neg, abs_ = (fields["neg"], fields.get("abs", 0)) if fmod else (0, 0)
+  # v_cndmask_b32's VOP3 form takes neg/abs on its two sources like a float op (LLVM selects -x into it), not omod
+  neg, abs_ = (fields["neg"], fields.get("abs", 0)) if fmod or name == "v_cndmask_b32" else (0, 0)
   src_text = [_mod_text(s, dw[1 + i], bits, neg >> i & 1, abs_ >> i & 1, _is_float_op(name)) for i, s in enumerate(srcs)]
   text = name + "_e64" if op < 0x1C0 else name
   if name in _ACCUMULATE: fields["src2"] = fields["vdst"]
