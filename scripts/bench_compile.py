@@ -52,7 +52,7 @@ def torch_first_step(bs: int) -> float | None:
   except ImportError: return None
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
   from bench_mnist import torch_step
-  step = torch_step(bs)
+  _, step = torch_step(bs)
   st = time.perf_counter()
   step()
   return time.perf_counter() - st
