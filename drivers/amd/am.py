@@ -51,8 +51,7 @@ class AM:
     gpu.reg_write(self.base("NBIF", 2) + HDP_REMAP, HDP_REMAP_BYTE)
     self.page_tables = gmc.PageTables(self.alloc_table, self.table_view)
     gmc.enable_vmid(self.gc_write0, VMID, self.page_tables.root)
-    self.flush_hdp()
-    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    self.page_tables_changed()
     am_queues.start_mec(self.gc_write, self.mec_start)
 
   # ---- registers
@@ -65,6 +64,11 @@ class AM:
     """CPU writes to video memory reach it (amdgpu_hdp.c amdgpu_hdp_generic_flush: write 0, read back)."""
     self.gpu.reg_write(HDP_REMAP_BYTE // 4, 0)
     self.gpu.reg_read(HDP_REMAP_BYTE // 4)
+
+  def page_tables_changed(self) -> None:
+    """The CPU's page-table writes reach video memory (HDP flush), then the VMID's TLB drops what it cached."""
+    self.flush_hdp()
+    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
 
   # ---- bring-up
   def load_firmware(self, tmr: int) -> None:
@@ -96,14 +100,12 @@ class AM:
       if cpu_access: raise MemoryError(f"AM: the {self.visible >> 20} MiB of video memory the CPU sees are used up ({size} bytes wanted)") from None
       return self.alloc(size, True)
     self.page_tables.map(VA_BASE + at, at, size)
-    self.flush_hdp()
-    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    self.page_tables_changed()
     return at, self.vram_cpu + at if at < self.visible else None
 
   def free(self, at: int, size: int) -> None:
     self.page_tables.unmap(VA_BASE + at, size)
-    self.flush_hdp()
-    gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
+    self.page_tables_changed()
     (self.visible_space if at < self.visible else self.hidden_space).free(at, size)
 
   def alloc_table(self) -> int:

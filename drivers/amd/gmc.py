@@ -36,20 +36,20 @@ class PageTables:
 
   def map(self, va: int, physical: int, size: int) -> None:
     """GPU VA [va, va + size) -> video memory [physical, ...), in 4 KiB pages."""
-    first, pages = va // PAGE, -(-size // PAGE)
-    for page in range(first, first + pages):
-      if page == first or page % ENTRIES == 0:  # a new last-level table's run
-        ptb = self._leaf_table(page)
-        n = min(ENTRIES - page % ENTRIES, first + pages - page)
-        entries = physical + (page - first) * PAGE + np.arange(n, dtype=np.uint64) * PAGE
-        self.table_view(ptb)[page % ENTRIES:page % ENTRIES + n] = entries | PTE_FLAGS
+    for entries, done in self._entries(va, size):
+      entries[:] = physical + (done + np.arange(len(entries), dtype=np.uint64)) * PAGE | PTE_FLAGS
 
   def unmap(self, va: int, size: int) -> None:
-    for page in range(va // PAGE, va // PAGE + -(-size // PAGE)):
-      if page == va // PAGE or page % ENTRIES == 0:
-        ptb = self._leaf_table(page)
-        n = min(ENTRIES - page % ENTRIES, va // PAGE + -(-size // PAGE) - page)
-        self.table_view(ptb)[page % ENTRIES:page % ENTRIES + n] = 0
+    for entries, _ in self._entries(va, size): entries[:] = 0
+
+  def _entries(self, va: int, size: int):
+    """The page-table entries of [va, va + size), one last-level table's run at a time, each with the pages before it."""
+    first, pages = va // PAGE, -(-size // PAGE)
+    page = first
+    while page < first + pages:
+      n = min(ENTRIES - page % ENTRIES, first + pages - page)
+      yield self.table_view(self._leaf_table(page))[page % ENTRIES:page % ENTRIES + n], page - first
+      page += n
 
   def _leaf_table(self, page: int) -> int:
     """The page table holding `page`'s entry, making the directories on the way."""

@@ -1,7 +1,7 @@
 """The AM driver (an RDNA3 GPU with no kernel driver) against the bare-PCI machine's model: bring-up, page tables
 checked entry by entry against amdgpu's layout computed here, queues that run, and for each rule the model takes from
 amdgpu (gfxhub.py, mec.py, sdma_queues.py, the HDP flush) a driver that breaks it and what it meets."""
-import struct, time
+import struct, threading, time
 import numpy as np
 import pytest
 from ir.switches import Context
@@ -211,7 +211,7 @@ def test_an_sdma_queue_copies(machine):
 
 # ---- the MEC's and SDMA's rules, each broken by a driver
 def mec_model(loaded=None):
-  gpu = GPU(ARCHS["gfx1100"], 1, __import__("threading").RLock(), lambda *a: None, lambda *a: None)
+  gpu = GPU(ARCHS["gfx1100"], 1, threading.RLock(), lambda *a: None, lambda *a: None)
   images = {89: firmware_files.MEC_IMAGE, **{94 + p: firmware_files.MEC_STACK for p in range(4)}}
   return MEC(lambda vmid: gpu, memoryview(bytearray(4096)), (images if loaded is None else loaded).get, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK),
              firmware_files.MEC_START >> 2, lambda q: None)
@@ -232,7 +232,7 @@ def test_a_queue_the_mec_cant_run_is_not_started(breakage, problem):
   assert not mec.queues and problem in mec.problems[-1]
 
 def sdma_model(loaded):
-  gpu = GPU(ARCHS["gfx1100"], 1, __import__("threading").RLock(), lambda *a: None, lambda *a: None)
+  gpu = GPU(ARCHS["gfx1100"], 1, threading.RLock(), lambda *a: None, lambda *a: None)
   return SDMAQueues(lambda vmid: gpu, memoryview(bytearray(4096)), loaded.get, firmware_files.SDMA_THREADS, lambda q: None)
 
 @pytest.mark.parametrize("loaded, halted, problem", [({}, False, "has not loaded both SDMA firmware threads"),
