@@ -45,7 +45,7 @@ class HCQSignal:
     kernel is no timeout. HCQTimeoutError names the device, the signal, the value seen and the value waited for."""
     timeout_ms = HCQDEV_WAIT_TIMEOUT_MS.value if timeout_ms is None else timeout_ms
     seen, deadline, spins = self.value, time.perf_counter() + timeout_ms / 1000, 0
-    while self.mem[0] < value:
+    while self.value < value:
       spins += 1
       if spins > 1000:
         self.idle()

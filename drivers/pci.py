@@ -35,12 +35,23 @@ def bar_size(pci: PCIAccess, i: int) -> tuple[int, bool]:
   pci.config_write(at, old)
   return (~(mask & ~0xF) + 1) & ((1 << (64 if wide else 32)) - 1), wide
 
+class Window(Protocol):
+  """A memory BAR as the CPU uses it: `view`, its bytes; `sync(ranges)` makes the CPU's stores to the (offset, size)
+  ranges reach the BAR, before the device is told to look; `fetch(part)` makes a part of `view` (a numpy view into it)
+  show what the device wrote there."""
+  view: memoryview
+  def sync(self, ranges: dict[int, int]) -> None: ...
+  def fetch(self, part) -> None: ...
+
 class MappedBar:
-  """A BAR mapped into this process (a sysfs resourceN file): loads and stores to its memory."""
+  """A BAR mapped into this process (a sysfs resourceN file): loads and stores to its memory, which reach it as they
+  are made (so `sync` and `fetch` have nothing to do)."""
   def __init__(self, view: memoryview): self.view = view
   def read32(self, offset: int) -> int: return struct.unpack_from("<I", self.view, offset)[0]
   def write32(self, offset: int, value: int) -> None: struct.pack_into("<I", self.view, offset, value)
   def write(self, offset: int, data: bytes) -> None: self.view[offset:offset + len(data)] = data
+  def sync(self, ranges: dict[int, int]) -> None: pass
+  def fetch(self, part) -> None: pass
 
 class SysfsFunction:
   """The function at `address` ("0000:03:00.0") through the system's sysfs files."""

@@ -188,13 +188,16 @@ class System:
 real_system = System()
 
 def system_for(interface: str) -> System:
-  """The System a driver uses for a DEV interface: "" for the real one, "MOCK" (and "MOCKUSB", whose USB devices are
-  models too) for the software models, "MOCKPCI" for a machine whose PCI bus has a GPU with no driver bound."""
-  if interface in ("", "PCI"): return real_system
-  if interface in ("MOCK", "MOCKUSB"):
+  """The System a driver uses for a DEV interface: "" for the real one, "MOCK" for the software models, "MOCKPCI" for a
+  machine whose PCI bus has a GPU with no driver bound, "MOCKUSB" for one with a GPU behind a USB bridge."""
+  if interface in ("", "PCI", "USB"): return real_system
+  if interface == "MOCK":
     from drivers.mock import mock_system
     return mock_system
+  if interface == "MOCKUSB":
+    from drivers.mock import usb_machine
+    return usb_machine()
   if interface == "MOCKPCI":
     from drivers.mock import bare_pci_machine
     return bare_pci_machine()
-  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, MOCKUSB, MOCKPCI, PCI)")
+  raise ValueError(f"unknown device interface {interface!r} (known: MOCK, MOCKUSB, MOCKPCI, PCI, USB)")

@@ -44,7 +44,8 @@ def amd_details(dev) -> list[str]:
   from drivers.amd.device import gpu_nodes
   iface = target_for(parse_targets(DEV.value), "AMD").interface
   if (am := getattr(dev, "am", None)) is not None:
-    return [f"AM driver, no kernel driver ({'MOCKPCI model' if iface == 'MOCKPCI' else 'bare PCI'}): {dev.arch}, {am.vram_bytes >> 20} MiB video memory, "
+    where = {"MOCKPCI": "MOCKPCI model", "USB": "behind a USB bridge", "MOCKUSB": "MOCKUSB model, behind a USB bridge"}.get(iface, "bare PCI")
+    return [f"AM driver, no kernel driver ({where}): {dev.arch}, {am.vram_bytes >> 20} MiB video memory, "
             f"{am.visible >> 20} MiB of it CPU-visible, SMU firmware {'.'.join(map(str, am.smu_version))}"]
   lines = [f"amdkfd {dev.kfd_version[0]}.{dev.kfd_version[1]} ({'MOCK model' if iface == 'MOCK' else 'amdgpu.ko'})"]
   for i, node in enumerate(gpu_nodes(dev.system)):

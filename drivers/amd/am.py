@@ -5,8 +5,9 @@ through it (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the HDP flush regis
 (nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the MEC started; a compute queue and an
 SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
 arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
-visible to the GPU; `close` leaves the GPU for the next process. Not done yet (issue 17): the IH ring (tg polls its
-signals), the RLC/IMU, a GPU reset, and the same over the USB bridge."""
+visible to the GPU; `close` leaves the GPU for the next process. Behind the USB bridge the CPU's part of video memory
+is a mirror (drivers/usb/mirrored_bar.py) that the HDP flush first brings up to date, and system pages map the
+bridge's SRAM. Not done yet (issue 17): the IH ring (tg polls its signals), the RLC/IMU, a GPU reset."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
@@ -14,11 +15,12 @@ from drivers.amd import am_queues, discovery, firmware, gmc, psp, smu
 from drivers.amd.discovery import IP
 from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR
 from drivers.gpu_memory import AddressSpace
-from drivers.pci import bar_size
+from drivers.pci import Window, bar_size
 
 MIB = 1 << 20
 VMID = 1                  # amdgpu gives graphics and compute VMIDs 1..7 (gmc_v11_0_sw_init)
 VA_BASE = 1 << 44         # GPU virtual address of video memory offset 0 in that VMID
+SYSTEM_VA = 1 << 45       # where system memory (bus addresses) is mapped in it, one range after another
 PSP_STAGING, PSP_RING, PSP_CMD, PSP_FENCE = 0, MIB, MIB + 0x1000, MIB + 0x2000  # the PSP's buffers, at the start of video memory
 FIRST_FREE = 2 * MIB
 TMR_BYTES = 4 * MIB       # the secure OS's trusted memory, below the discovery table at the top
@@ -34,18 +36,21 @@ class AMError(RuntimeError):
   """A bring-up step failed: which one, and what the GPU said."""
 
 class AM:
-  """One GPU brought up: its registers, video memory (the CPU-visible part mapped), the VMID's page tables."""
-  def __init__(self, gpu: PCIGPU, system):
+  """One GPU brought up: its registers, video memory (the CPU-visible part mapped, or `window` where it can't be:
+  behind the USB bridge), the VMID's page tables."""
+  def __init__(self, gpu: PCIGPU, system, window: Window | None = None):
     self.gpu, self.system = gpu, system
     self.ips: dict[str, IP] = {ip.name: ip for ip in gpu.discovery()}
     if (version := self.ips["GC"].version) not in GC_PROPERTIES: raise AMError(f"GC {'.'.join(map(str, version))}: the AM driver knows {', '.join('.'.join(map(str, v)) for v in GC_PROPERTIES)}")
     self.properties = GC_PROPERTIES[version]
     self.vram_bytes, self.visible = gpu.vram_bytes, bar_size(gpu.pci, VRAM_BAR)[0]
-    self.vram_bar = gpu.pci.bar(VRAM_BAR)
+    self.vram_bar = window or gpu.pci.bar(VRAM_BAR)
     self.vram_cpu = sysmod.address_of(self.vram_bar.view)
-    self.doorbells = gpu.pci.bar(2).view
+    self.doorbell_bar = gpu.pci.bar(2)
+    self.cpu_written: dict[int, int] = {}  # offset -> size of what the CPU writes in video memory (for the window's sync)
     tmr = (self.vram_bytes - discovery.DISCOVERY_TMR_OFFSET - TMR_BYTES) & ~(MIB - 1)
     self.visible_space, self.hidden_space = AddressSpace(FIRST_FREE, self.visible), AddressSpace(self.visible, tmr)
+    self.system_va = SYSTEM_VA
     self.fb_base = psp.fb_base(gpu, self.base("MMHUB"))
     self.load_firmware(tmr)
     gpu.reg_write(self.base("NBIF", 2) + HDP_REMAP, HDP_REMAP_BYTE)
@@ -62,6 +67,7 @@ class AM:
   def gc_read0(self, offset: int) -> int: return self.gpu.reg_read(self.base("GC") + offset)
   def flush_hdp(self) -> None:
     """CPU writes to video memory reach it (amdgpu_hdp.c amdgpu_hdp_generic_flush: write 0, read back)."""
+    self.vram_bar.sync(self.cpu_written)
     self.gpu.reg_write(HDP_REMAP_BYTE // 4, 0)
     self.gpu.reg_read(HDP_REMAP_BYTE // 4)
 
@@ -100,16 +106,26 @@ class AM:
       if cpu_access: raise MemoryError(f"AM: the {self.visible >> 20} MiB of video memory the CPU sees are used up ({size} bytes wanted)") from None
       return self.alloc(size, True)
     self.page_tables.map(VA_BASE + at, at, size)
+    if at < self.visible: self.cpu_written[at] = size
     self.page_tables_changed()
     return at, self.vram_cpu + at if at < self.visible else None
 
   def free(self, at: int, size: int) -> None:
     self.page_tables.unmap(VA_BASE + at, size)
     self.page_tables_changed()
+    self.cpu_written.pop(at, None)
     (self.visible_space if at < self.visible else self.hidden_space).free(at, size)
+
+  def map_system(self, bus: int, size: int) -> int:
+    """System memory at bus address `bus` (`size` bytes, whole pages) mapped uncached: its GPU virtual address."""
+    va, self.system_va = self.system_va, self.system_va + size
+    self.page_tables.map(va, bus, size, system=True)
+    self.page_tables_changed()
+    return va
 
   def alloc_table(self) -> int:
     at = self.visible_space.alloc(gmc.PAGE, gmc.PAGE)
     self.table_view(at)[:] = 0
+    self.cpu_written[at] = gmc.PAGE
     return at
   def table_view(self, at: int) -> np.ndarray: return np.frombuffer(self.vram_bar.view, np.uint64, gmc.ENTRIES, at)

@@ -31,22 +31,29 @@ def unbound_gpu(system) -> str:
 
 class AMPCIDevice(AMDDevice):
   """AMDDevice over a GPU the AM driver brought up; one per process, sharing no memory with other GPUs yet."""
+  allocator_t = GPUAllocator
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "AMD")
     self.system = system_for(target.interface)
-    self.am = AM(PCIGPU(SysfsFunction(self.system, unbound_gpu(self.system))), self.system)
+    self.am = self.bring_up()
     self.node = Node(0, 0, dict(self.am.properties))
     self.arch, self.gfx = self.node.arch, self.node.gfx_version // 10000
     if target.arch and target.arch != self.arch: raise ValueError(f"DEV asks for {target.arch}, but {device} is a {self.arch}")
     self.retired: list[tuple[GPUBuffer, list[int]]] = []
     self.scratch: GPUBuffer | None = None
     self.tmpring_size, self.scratch_base, self.scratch_per_lane = 0, (0, 0), 0
-    self.signal_memory = self.alloc_memory(0x10000, host=True)
     self.arguments = ArgumentPool(self)
     self.rings = self.new_rings()
-    HCQCompiled.__init__(self, device, GPUAllocator(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
-                         *queues_for(self.gfx), signal_memory=(self.signal_memory.view().view(np.uint64), self.signal_memory.va))
+    HCQCompiled.__init__(self, device, self.allocator_t(self), AMDGPURenderer(self.arch), AMDGPUCompiler(self.arch), functools.partial(AMDProgram, self),
+                         *queues_for(self.gfx), signal_memory=self.new_signal_memory())
     atexit.register(self.close)
+
+  def bring_up(self) -> AM: return AM(PCIGPU(SysfsFunction(self.system, unbound_gpu(self.system))), self.system)
+
+  def new_signal_memory(self) -> tuple[np.ndarray, int]:
+    """(the signals' memory as the CPU sees it, its GPU address)."""
+    self.signal_memory = self.alloc_memory(0x10000, host=True)
+    return self.signal_memory.view().view(np.uint64), self.signal_memory.va
 
   def close(self) -> None:
     """At exit, the GPU is left for the next process (AM.close), unless it is still running queued work: then it is
@@ -80,10 +87,14 @@ class AMPCIDevice(AMDDevice):
     at = am_queues.map_compute_queue(self.am.gc_read, self.am.gc_write, VMID, ring.va, RING_BYTES, pointers.va + 0x80, pointers.va, eop.va, mqd.va)
     copy_ring, copy_pointers = self.alloc_memory(RING_BYTES, host=True), self.alloc_memory(PAGE, host=True)
     copy_at = am_queues.start_sdma_queue(self.am.gc_write, VMID, copy_ring.va, RING_BYTES, copy_pointers.va + 0x80, copy_pointers.va)
-    doorbell = lambda offset: np.frombuffer(self.am.doorbells, np.uint64, 1, offset)
-    return {"compute": Ring(self, "the compute queue", 4, pm4.nop, ring, pointers, doorbell(at), functools.partial(self.unmap_compute, compute), self.am.flush_hdp),
-            "copy": Ring(self, "the copy queue", 1, sdma_nop, copy_ring, copy_pointers, doorbell(copy_at),
-                         functools.partial(self.stop_copy, [copy_ring, copy_pointers]), self.am.flush_hdp)}
+    return {"compute": Ring(self, "the compute queue", 4, pm4.nop, ring, pointers, self.doorbell(at), functools.partial(self.unmap_compute, compute),
+                            self.am.flush_hdp, self.am.vram_bar.fetch),
+            "copy": Ring(self, "the copy queue", 1, sdma_nop, copy_ring, copy_pointers, self.doorbell(copy_at),
+                         functools.partial(self.stop_copy, [copy_ring, copy_pointers]), self.am.flush_hdp, self.am.vram_bar.fetch)}
+
+  def doorbell(self, offset: int):
+    """The 64-bit doorbell at byte `offset` of the doorbell BAR, as a one-element array to write."""
+    return np.frombuffer(self.am.doorbell_bar.view, np.uint64, 1, offset)
 
   def unmap_compute(self, bufs: list[GPUBuffer]) -> None:
     am_queues.unmap_compute_queue(self.am.gc_write)

@@ -100,19 +100,24 @@ def cwsr_sizes(node: Node) -> tuple[int, int, int]:
 class Ring:
   """A queue's ring (memory the engine reads), the page holding its write and read pointers, and its 64-bit doorbell.
   PM4 rings count dwords, SDMA rings bytes; a submission never wraps: the ring's tail is filled with NOPs and it goes
-  on at the start. `flush` runs before the doorbell (the AM driver's HDP flush); `release` takes the queue down."""
-  def __init__(self, dev, name: str, unit: int, nop, ring: GPUBuffer, pointers: GPUBuffer, doorbell: np.ndarray, release, flush=lambda: None):
+  on at the start. `flush` runs before the doorbell (the AM driver's HDP flush); `fetch(view)` makes a view of the
+  pointer page show what the engine wrote (behind the USB bridge); `release` takes the queue down."""
+  def __init__(self, dev, name: str, unit: int, nop, ring: GPUBuffer, pointers: GPUBuffer, doorbell, release, flush=lambda: None,
+               fetch=lambda view: None):
     self.dev, self.name, self.unit, self.nop, self.ring, self.pointers, self.doorbell = dev, name, unit, nop, ring, pointers, doorbell
-    self.release, self.flush = release, flush
+    self.release, self.flush, self.fetch = release, flush, fetch
     self.words = np.frombuffer(memoryview_at(self.ring.cpu, RING_BYTES), dtype=np.uint32)
     pointers_view = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
     self.wptr_mem, self.rptr_mem = pointers_view[0:1], pointers_view[16:17]  # wptr at 0, rptr at 0x80: one page
     self.wptr = 0  # in pointer steps, never wrapping
+    self.seen_rptr = 0  # the read pointer as last read: the ring has at least the room it showed
 
   def destroy(self) -> None: self.release()
 
   @property
-  def rptr(self) -> int: return int(self.rptr_mem[0])
+  def rptr(self) -> int:
+    self.fetch(self.rptr_mem)
+    return int(self.rptr_mem[0])
 
   def submit(self, words: list[int]) -> None:
     steps_per_dword, ring_steps = 4 // self.unit, RING_BYTES // self.unit
@@ -132,10 +137,14 @@ class Ring:
     self.doorbell[0] = self.wptr
 
   def wait_for_room(self, steps: int, ring_steps: int) -> None:
+    full = lambda: (self.wptr - self.seen_rptr) % ring_steps + steps >= ring_steps  # the read pointer may count on or wrap: compare modulo
+    if not full(): return
     deadline = time.perf_counter() + HCQDEV_WAIT_TIMEOUT_MS.value / 1000
-    while (self.wptr - self.rptr) % ring_steps + steps >= ring_steps:  # the read pointer may count on or wrap: compare modulo
+    while True:
+      self.seen_rptr = self.rptr
+      if not full(): return
       if (err := self.dev.check_faults()) is not None or time.perf_counter() > deadline:
-        raise HCQTimeoutError(err or f"{self.dev.device}: {self.name} stays full (read pointer {self.rptr}, write pointer {self.wptr})")
+        raise HCQTimeoutError(err or f"{self.dev.device}: {self.name} stays full (read pointer {self.seen_rptr}, write pointer {self.wptr})")
       time.sleep(50e-6)
 
 def kfd_ring(dev: AMDDevice, queue_type: int, nop) -> Ring:
@@ -193,11 +202,13 @@ class AMDDevice(HCQCompiled):
   timestamp_ticks_per_us = GPU_CLOCK_MHZ
   signal_t = AMDSignal
   def __new__(cls, device: str):
-    """Over a PCI function with no kernel driver (DEV=PCI+AMD, MOCKPCI+AMD) the AM driver runs it (am_device.py)."""
+    """Over a PCI function with no kernel driver (DEV=PCI+AMD, MOCKPCI+AMD) the AM driver runs it (am_device.py), and
+    behind a USB bridge (DEV=USB+AMD, MOCKUSB+AMD) too (am_usb_device.py)."""
     target = target_for(parse_targets(DEV.value), "AMD")
     if target.renderer not in ("", "LLVM"): raise ValueError(f"AMD has no renderer {target.renderer!r} (known: LLVM)")
-    if target.interface in ("USB", "MOCKUSB"):  # issue 17
-      raise DeviceUnavailable(f"AMD unavailable: the AM driver doesn't run over the USB bridge yet (scripts/usb_scan.py finds bridges)")
+    if cls is AMDDevice and target.interface in ("USB", "MOCKUSB"):
+      from drivers.amd.am_usb_device import AMUSBDevice
+      return super().__new__(AMUSBDevice)
     if cls is AMDDevice and target.interface in ("PCI", "MOCKPCI"):
       from drivers.amd.am_device import AMPCIDevice
       return super().__new__(AMPCIDevice)

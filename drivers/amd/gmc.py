@@ -21,8 +21,9 @@ INVALIDATE_ALL_LEVELS, CLEAR_FAULT = 0x00F80000, 1 << 24
 L1_TLB_ON, L2_CACHE_ON = 1 << 0 | 3 << 3 | 1 << 6 | 3 << 11, 1 << 0 | 1 << 11 | 1 << 19  # INVALIDATE_L2_PTES, L2_PDE0..2, L1_PTES (gfxhub_v3_0_get_invalidate_req)
 LAST_PAGE = (1 << 36) - 1           # max_pfn - 1: the whole 48-bit range
 # amdgpu_vm.h
-VALID, EXECUTABLE, READABLE, WRITEABLE = 1 << 0, 1 << 4, 1 << 5, 1 << 6
+VALID, SYSTEM, EXECUTABLE, READABLE, WRITEABLE = 1 << 0, 1 << 1, 1 << 4, 1 << 5, 1 << 6
 PTE_FLAGS = VALID | EXECUTABLE | READABLE | WRITEABLE
+MTYPE_UC = 3 << 48  # AMDGPU_PTE_MTYPE_NV10(MTYPE_UC): system memory the CPU and the GPU both touch, never cached (navi10_enum.h)
 PAGE, ENTRIES = 4096, 512
 FLUSH_WAIT_S = 1.0
 
@@ -34,10 +35,12 @@ class PageTables:
     self.root = alloc_table()
     self.children: dict[int, int] = {}  # table offset * 512 + index -> the child table's offset
 
-  def map(self, va: int, physical: int, size: int) -> None:
-    """GPU VA [va, va + size) -> video memory [physical, ...), in 4 KiB pages."""
+  def map(self, va: int, physical: int, size: int, system: bool = False) -> None:
+    """GPU VA [va, va + size) -> video memory [physical, ...), in 4 KiB pages; with `system`, system memory at bus
+    address `physical` instead, uncached."""
+    flags = PTE_FLAGS | (SYSTEM | MTYPE_UC if system else 0)
     for entries, done in self._entries(va, size):
-      entries[:] = physical + (done + np.arange(len(entries), dtype=np.uint64)) * PAGE | PTE_FLAGS
+      entries[:] = physical + (done + np.arange(len(entries), dtype=np.uint64)) * PAGE | flags
 
   def unmap(self, va: int, size: int) -> None:
     for entries, _ in self._entries(va, size): entries[:] = 0

@@ -140,14 +140,23 @@ class MockSystem(System):
 
 mock_system = MockSystem()
 
-def new_bare_pci_machine() -> MockSystem:
-  """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to, and linux-firmware's files for it."""
+def _with_amd_firmware(system: MockSystem) -> MockSystem:
+  """`system` with linux-firmware's amdgpu files (the model's) where AMD_FIRMWARE_DIR points."""
   from ir.switches import AMD_FIRMWARE_DIR
   from drivers.mock.amd.firmware_files import FirmwareFolder
+  system.register(AMD_FIRMWARE_DIR.value.rstrip("/") + "/", FirmwareFolder(AMD_FIRMWARE_DIR.value))
+  return system
+
+def new_bare_pci_machine() -> MockSystem:
+  """A machine whose PCI bus has an RDNA3 GPU that no kernel driver is bound to, and linux-firmware's files for it."""
   from drivers.mock.amd.pci_gpu import enumerated_gpu
   system = MockSystem(usb_bridge=False)
   system.pci_functions["0000:03:00.0"] = enumerated_gpu()
-  system.register(AMD_FIRMWARE_DIR.value.rstrip("/") + "/", FirmwareFolder(AMD_FIRMWARE_DIR.value))  # linux-firmware's files, the model's
-  return system
+  return _with_amd_firmware(system)
+
+def new_usb_machine() -> MockSystem:
+  """A machine with an ASM24xx bridge on its USB bus, an RDNA3 GPU behind it, and linux-firmware's files for it."""
+  return _with_amd_firmware(MockSystem(usb_bridge=True))
 
 bare_pci_machine = functools.cache(new_bare_pci_machine)  # DEV=MOCKPCI+...'s machine
+usb_machine = functools.cache(new_usb_machine)            # DEV=MOCKUSB+...'s machine

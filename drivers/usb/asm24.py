@@ -5,6 +5,7 @@ facts are the ones tinygrad's usbgpu work reverse-engineered (extra/usbgpu, tiny
 TLP formats and completion statuses are the PCIe base spec's."""
 from __future__ import annotations
 import struct, time
+from dataclasses import dataclass
 import usb.core, usb.util
 from drivers.pci import BAR0
 from drivers.usb.bulk_only import BulkOnly
@@ -17,6 +18,13 @@ XDATA_WINDOW = 0x500000                # the CDB addresses XDATA through this wi
 TLP_FMT_TYPE, TLP_BYTE_ENABLE, TLP_ADDRESS, TLP_ADDRESS_HI, TLP_DATA = 0xB210, 0xB217, 0xB218, 0xB21C, 0xB220
 TLP_COMPLETION, TLP_COMPLETION_DATA, TLP_START, TLP_STATUS = 0xB22A, 0xB284, 0xB254, 0xB296
 TLP_DONE, TLP_ERROR = 0x2, 0x1          # TLP_STATUS bits
+# TLP registers that keep what was last written until the next write: a byte already holding its value isn't sent again
+# (the engine itself writes TLP_DATA, with a read's completion data)
+HELD_REGISTERS = frozenset([TLP_FMT_TYPE, TLP_BYTE_ENABLE, *range(TLP_ADDRESS, TLP_ADDRESS + 8), *range(TLP_DATA, TLP_DATA + 4)])
+SCSI_WRITE16 = 0x8A                     # SCSI WRITE(16): the data lands in the bridge's SRAM, from its start
+SECTOR, SRAM_WRITE_MAX = 512, 0x10000   # the bridge takes whole sectors, at most 64 KiB a command
+# XDATA writes tinygrad's usbgpu makes after each SCSI WRITE (their meaning isn't documented anywhere public)
+AFTER_SRAM_WRITE = ((0x171, b"\xff\xff\xff"), (0xCE6E, b"\x00\x00"))
 # the XDATA writes tinygrad's usbgpu makes before its first TLP (their meaning isn't documented anywhere public)
 INIT_WRITES = ((0x54B, b" "), (0x54E, b"\x04"), (0x5A8, b"\x02"), (0x5F8, b"\x04"), (0x7EC, b"\x01\x00\x00\x00"), (0xC422, b"\x02"), (0x0, b"\x33"))
 # PCIe TLP fmt/type bytes (PCIe base spec 2.2.1): configuration type 0/1, memory with a 64-bit address
@@ -25,6 +33,19 @@ COMPLETION_STATUS = {0b001: "Unsupported Request", 0b010: "Configuration Request
 TLP_RETRIES, TLP_TIMEOUT_S = 10, 1.0
 COMMAND, COMMAND_MEMORY = 0x04, 1 << 1   # PCI configuration header: the command register, memory space enable
 BAR_WINDOW = 0x10_0000_0000  # 64-bit BARs no firmware placed go here, BAR i at BAR_WINDOW + i * 64 GiB
+
+@dataclass(frozen=True)
+class SRAMWindow:
+  """Part of the bridge's SRAM that PCIe devices behind it reach as system memory: at `xdata` for the bridge's 8051
+  (and so for XDATA reads and writes), at `bus` for the devices' memory requests."""
+  xdata: int
+  bus: int
+  size: int
+
+# where the stock firmware's SRAM appears (tinygrad's usbgpu, runtime/ops_amd.py USBIface): SCSI WRITE's buffer, and the
+# page usbgpu keeps its signals in; XDATA reads reach both below 0x20000
+COPY_WINDOW = SRAMWindow(0xF000, 0x200000, SRAM_WRITE_MAX)
+SIGNAL_WINDOW = SRAMWindow(0xA000, 0x820000, 0x1000)
 
 class PCIeError(RuntimeError):
   """A PCIe request through the bridge failed: the completion's status, or no completion at all."""
@@ -41,6 +62,7 @@ class ASM24Bridge:
     dev.set_configuration()
     usb.util.claim_interface(dev, 0)
     self.bot = BulkOnly(dev, timeout_ms=timeout_ms)
+    self.held: dict[int, int] = {}  # HELD_REGISTERS' bytes as last written
     for addr, data in INIT_WRITES: self.write(addr, data)
 
   @property
@@ -61,8 +83,19 @@ class ASM24Bridge:
 
   def write(self, addr: int, data: bytes) -> None:
     for i, value in enumerate(data):
-      x = ((addr + i) & 0x1FFFF) | XDATA_WINDOW
-      self.bot.command(struct.pack(">BBBHB", WRITE_XDATA, value, x >> 16, x & 0xFFFF, 0), what=f"XDATA write at {addr + i:#x}")
+      at = addr + i
+      if at in HELD_REGISTERS:
+        if self.held.get(at) == value: continue
+        self.held[at] = value
+      x = (at & 0x1FFFF) | XDATA_WINDOW
+      self.bot.command(struct.pack(">BBBHB", WRITE_XDATA, value, x >> 16, x & 0xFFFF, 0), what=f"XDATA write at {at:#x}")
+
+  def sram_write(self, data: bytes) -> None:
+    """`data` (at most SRAM_WRITE_MAX bytes) into the SRAM at COPY_WINDOW's start, in one SCSI WRITE(16)."""
+    if len(data) > SRAM_WRITE_MAX: raise ValueError(f"a SCSI WRITE moves at most {SRAM_WRITE_MAX} bytes into the bridge's SRAM, not {len(data)}")
+    padded = data + bytes(-len(data) % SECTOR)
+    self.bot.command(struct.pack(">BBQIBB", SCSI_WRITE16, 0, 0, len(padded) // SECTOR, 0, 0), data_out=padded, what=f"SCSI WRITE of {len(padded)} bytes to SRAM")
+    for addr, value in AFTER_SRAM_WRITE: self.write(addr, value)
 
   # ---- PCIe requests
   def request(self, fmt_type: int, address: int, value: int | None = None, size: int = 4) -> int | None:
@@ -85,6 +118,7 @@ class ASM24Bridge:
     header = struct.unpack(">H", self.read(TLP_COMPLETION, 2))[0]
     if (status := header >> 13 & 7): raise PCIeError(f"TLP {fmt_type:#04x} at {address:#x}: {COMPLETION_STATUS.get(status, f'completion status {status:#05b}')}")
     if value is not None: return None
+    for at in range(TLP_DATA, TLP_DATA + 4): self.held.pop(at, None)  # the completion's data is there now
     return struct.unpack(">I", self.read(TLP_DATA, 4))[0] >> (8 * offset) & ((1 << (8 * size)) - 1)
 
   def _wait_for_completion(self, fmt_type: int, address: int) -> int:

@@ -16,11 +16,13 @@ def test_the_modelled_bridge_and_its_gpu_are_listed():
   assert re.search(rf"^usb 1-1 {ASM24Model.vendor:04x}:{ASM24Model.product:04x} {re.escape(ASM24Model.strings[1])} firmware 1\.01$", out.stdout, re.M), out.stdout
   assert f"PCIe 1:00.0: {ids & 0xFFFF:04x}:{ids >> 16:04x} AMD class {rev_class >> 8:06x} rev {rev_class & 0xFF:02x}" in out.stdout
 
-def test_list_devices_shows_the_bridges_and_why_amd_over_usb_doesnt_open():
+def test_list_devices_shows_amd_behind_the_bridge_and_the_bridge_in_use():
   out = run("list_devices.py", DEV="MOCKUSB+AMD")
   assert out.returncode == 0, out.stderr
-  assert re.search(r"^USB-to-PCIe bridges:\n  usb 1-1 174c:2464 .*\n    PCIe 1:00.0: 1002:744c", out.stdout, re.M), out.stdout
-  assert re.search(r"^AMD\s+no\s+AMD unavailable: the AM driver doesn.t run over the USB bridge yet", out.stdout, re.M), out.stdout
+  assert re.search(r"^AMD\s+yes\s+AM driver, no kernel driver \(MOCKUSB model, behind a USB bridge\): gfx1100, 24576 MiB video memory", out.stdout, re.M), out.stdout
+  # the AMD device holds the bridge's interface, so the scan can't claim it as well (libusb: LIBUSB_ERROR_BUSY)
+  assert re.search(r"^USB-to-PCIe bridges:\n  usb 1-1 174c:2464: can't open the bridge \(.*claimed by another handle\)", out.stdout, re.M), out.stdout
+  assert re.search(r"^USB-to-PCIe bridges:\n  usb 1-1 174c:2464 .*\n    PCIe 1:00.0: 1002:744c", run("list_devices.py", DEV="MOCKUSB+CPU").stdout, re.M)
   bare = run("list_devices.py", DEV="MOCKPCI+AMD")
   assert re.search(r"^AMD PCI functions:\n  pci 0000:03:00.0 1002:744c driver none: .*\n    24576 MiB video memory\n    GC      11\.0\.0 ", bare.stdout, re.M), bare.stdout
 

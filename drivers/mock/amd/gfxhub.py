@@ -8,8 +8,9 @@ reach video memory through a VMID's page tables, as a driver without amdgpu.ko m
   PAGE_TABLE_DEPTH directory levels of 512 entries each to a table of 2^(9 + PAGE_TABLE_BLOCK_SIZE) PTEs
   (amdgpu_vm_pt.c amdgpu_vm_pt_level_shift; depth 0 is one flat table, context 0's GART);
 - entries hold physical addresses in bits 47:12 and VALID in bit 0; a PDB0 entry with PDE_PTE (bit 54) maps its
-  whole 2 MiB (the comment above gmc_v11_0.c gmc_v11_0_get_vm_pde, amdgpu_vm.h's bits); SYSTEM (bit 1) pages are
-  system memory, which this model has none of;
+  whole 2 MiB (the comment above gmc_v11_0.c gmc_v11_0_get_vm_pde, amdgpu_vm.h's bits); a SYSTEM (bit 1) page is
+  system memory at a bus address: it reaches memory only where something on the bus answers there (`system_memory`:
+  behind a USB bridge, the bridge's SRAM), else the page is missing; directories are always in video memory;
 - translations are cached: page-table writes reach the engines only after a TLB invalidation for that VMID through
   GCVM_INVALIDATE_ENGx_REQ, which answers in ENGx_ACK's PER_VMID bits (gmc_v11_0.c gmc_v11_0_flush_gpu_tlb);
 - a faulting access leaves its page and VMID in GCVM_L2_PROTECTION_FAULT_ADDR_LO32/HI32 and _STATUS (field layout
@@ -44,9 +45,10 @@ def registers() -> list[int]:
 
 class GFXHub:
   """`vram`: video memory; `installed(vmid, regions)` gets each VMID's translations (GPU VA -> host memory) when an
-  invalidation makes them current."""
+  invalidation makes them current; `system_memory(bus address, size)`: the host memory a system page reaches, or None."""
   def __init__(self, vram: memoryview, installed: Callable[[int, list[Region]], None]):
     self.vram, self.installed = vram, installed
+    self.system_memory: Callable[[int, int], int | None] = lambda bus, size: None
     self.vram_address = system.address_of(vram)
     self.regs = dict.fromkeys(registers(), 0)
     self.problems: list[str] = []  # entries a walk skipped: why each VMID's pages are missing
@@ -84,8 +86,9 @@ class GFXHub:
       self.problems.append(f"VMID {vmid}: the page table base {root:#x} has no VALID bit")
       return []
     runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (first pages, physical addresses, page counts)
-    self._table(vmid, root & ADDRESS, depth, 0, block, first if depth == 0 else 0, first, last, runs)
-    return self._coalesce(runs)
+    system_pages: list[tuple[int, int]] = []                   # (page, bus address) of SYSTEM pages
+    self._table(vmid, root & ADDRESS, depth, 0, block, first if depth == 0 else 0, first, last, runs, system_pages)
+    return sorted(self._coalesce(runs) + self._system_regions(vmid, system_pages), key=lambda r: r.va)
 
   def _entries(self, vmid: int, address: int, count: int) -> np.ndarray | None:
     if address + 8 * count > len(self.vram):
@@ -93,7 +96,7 @@ class GFXHub:
       return None
     return np.frombuffer(self.vram, np.uint64, count, address)
 
-  def _table(self, vmid: int, address: int, depth: int, level: int, block: int, base: int, first: int, last: int, out: list) -> None:
+  def _table(self, vmid: int, address: int, depth: int, level: int, block: int, base: int, first: int, last: int, out: list, system_pages: list) -> None:
     """The entries of the table at `address`, whose first entry maps page `base`, that fall in pages [first, last]."""
     shift = 0 if level == depth else 9 * (depth - 1 - level) + block  # pages one entry spans, as a power of two
     if depth == 0: count = last - first + 1                            # context 0's flat table starts at START
@@ -102,16 +105,30 @@ class GFXHub:
     if hi < lo or (entries := self._entries(vmid, address, count)) is None: return
     index = np.nonzero(entries[lo:hi + 1] & VALID)[0] + lo
     valid = entries[index]
-    for i in index[(valid & SYSTEM) != 0]: self.problems.append(f"VMID {vmid}: page {base + (int(i) << shift):#x} is system memory, which the model has none of")
-    index, valid = index[(valid & SYSTEM) == 0], valid[(valid & SYSTEM) == 0]
+    in_system = (valid & SYSTEM) != 0
+    if level == depth: system_pages += [(base + i, e & ADDRESS) for i, e in zip(index[in_system].tolist(), valid[in_system].tolist())]
+    else:
+      for i in index[in_system]: self.problems.append(f"VMID {vmid}: the directory entry for page {base + (int(i) << shift):#x} points into system memory")
+    index, valid = index[~in_system], valid[~in_system]
     if level == depth:  # page table entries, all at once
       out.append((base + index.astype(np.int64), (valid & ADDRESS).astype(np.int64), np.ones(len(index), np.int64)))
       return
     for i, entry in zip(index.tolist(), valid.tolist()):
       start = base + (i << shift)
-      if not entry & PDE_PTE: self._table(vmid, entry & ADDRESS, depth, level + 1, block, start, first, last, out)
+      if not entry & PDE_PTE: self._table(vmid, entry & ADDRESS, depth, level + 1, block, start, first, last, out, system_pages)
       elif level == depth - 1: out.append((np.array([start]), np.array([entry & ADDRESS]), np.array([1 << shift])))  # PDE0 as PTE: its whole span
       else: self.problems.append(f"VMID {vmid}: PDE_PTE above PDB0 at page {start:#x}")
+
+  def _system_regions(self, vmid: int, pages: list[tuple[int, int]]) -> list[Region]:
+    """System pages as regions of host memory, consecutive ones merged; a page nothing on the bus answers is missing."""
+    regions: list[Region] = []
+    for page, bus in pages:
+      if (host := self.system_memory(bus, PAGE)) is None:
+        self.problems.append(f"VMID {vmid}: page {page:#x} is system memory at bus address {bus:#x}, where nothing answers")
+      elif regions and regions[-1].va + regions[-1].size == page * PAGE and regions[-1].host + regions[-1].size == host:
+        regions[-1] = Region(regions[-1].va, regions[-1].size + PAGE, regions[-1].host)
+      else: regions.append(Region(page * PAGE, PAGE, host))
+    return regions
 
   def _coalesce(self, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Region]:
     """Consecutive pages that are consecutive in video memory too, as one region each."""

@@ -19,10 +19,12 @@ class Descriptor:
     except KeyError: raise AttributeError(name) from None
 
 class ModelDevice:
-  """What a modelled device answers; subclasses implement the bulk endpoints."""
+  """What a modelled device answers; subclasses implement the bulk endpoints. `claims`: interface -> the open handle
+  that claimed it (one at a time, as libusb_claim_interface answers LIBUSB_ERROR_BUSY to a second)."""
   vendor, product, release = 0, 0, 0x0100
   strings: tuple[str, ...] = ()          # string descriptors 1, 2, ...: manufacturer, product
   endpoints: tuple[int, ...] = ()        # bulk endpoint addresses of interface 0
+  def __init__(self): self.claims: dict[int, object] = {}
   def bulk_out(self, ep: int, data: bytes) -> None: raise NotImplementedError
   def bulk_in(self, ep: int, n: int) -> bytes: raise NotImplementedError
   def reset(self) -> None: pass
@@ -57,12 +59,18 @@ class ModelBackend(usb.backend.IBackend):
                            bInterval=0, bRefresh=0, bSynchAddress=0, extra_descriptors=[]))
 
   def open_device(self, dev): return _Handle(dev)
-  def close_device(self, dev_handle): pass
+  def close_device(self, dev_handle):
+    for intf in list(dev_handle.claimed): self.release_interface(dev_handle, intf)
   def set_configuration(self, dev_handle, config_value): dev_handle.config = config_value
   def get_configuration(self, dev_handle): return dev_handle.config
   def set_interface_altsetting(self, dev_handle, intf, altsetting): pass
-  def claim_interface(self, dev_handle, intf): dev_handle.claimed.add(intf)
-  def release_interface(self, dev_handle, intf): dev_handle.claimed.discard(intf)
+  def claim_interface(self, dev_handle, intf):
+    if dev_handle.device.claims.setdefault(intf, dev_handle) is not dev_handle:
+      raise usb.core.USBError(f"interface {intf} is claimed by another handle", None, errno.EBUSY)
+    dev_handle.claimed.add(intf)
+  def release_interface(self, dev_handle, intf):
+    dev_handle.claimed.discard(intf)
+    if dev_handle.device.claims.get(intf) is dev_handle: del dev_handle.device.claims[intf]
   def is_kernel_driver_active(self, dev_handle, intf): return False
   def detach_kernel_driver(self, dev_handle, intf): pass
   def attach_kernel_driver(self, dev_handle, intf): pass
