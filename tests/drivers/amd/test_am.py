@@ -4,12 +4,10 @@ amdgpu (gfxhub.py, mec.py, sdma_queues.py, the HDP flush) a driver that breaks i
 import struct, threading, time
 import numpy as np
 import pytest
-from ir.switches import Context
 from drivers.amd import am_queues, firmware, gmc, pm4, sdma
 from drivers.amd import am as am_module
 from drivers.amd.am import AM, VA_BASE, VMID
 from drivers.amd.pci_gpu import PCIGPU
-from drivers.device import DeviceUnavailable
 from drivers.pci import SysfsFunction
 from drivers.mock import new_bare_pci_machine
 from drivers.mock.amd import firmware_files
