@@ -313,7 +313,7 @@ class HCQGraph:
     dev_of = lambda ei: Device[ei.runner.device] if ei.runner is not None else Device[ei.bufs[0].device]
     self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
     self.base = UOp.variable("graph_base", 0, 2**62, dtypes.int64)
-    self.signals = {d: d.new_signal("graph") for d in self.devices}
+    self.signals = {d: d.new_signal("graph") for d in self.devices} if len(self.devices) > 1 else {}  # what devices wait for of each other
     starts = [UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64) for i in range(len(self.devices))]
     self.queues = {}
     self.timings: list[tuple[HCQCompiled, str, HCQSignal, HCQSignal]] = []  # with PROFILE: each call's timestamps
