@@ -92,3 +92,8 @@ class AMUSBDevice(AMPCIDevice):
     return buf
 
   def doorbell(self, offset: int) -> BridgedDoorbell: return BridgedDoorbell(self.am.doorbell_bar, offset)
+
+  def synchronize(self, timeout_ms: int | None = None) -> None:
+    """A submission whose doorbell a failed USB transfer lost runs now, so waiting for it is no timeout."""
+    for ring in self.rings.values(): ring.ring_doorbell()
+    super().synchronize(timeout_ms)

@@ -110,6 +110,7 @@ class Ring:
     pointers_view = np.frombuffer(memoryview_at(self.pointers.cpu, 0x100), dtype=np.uint64)
     self.wptr_mem, self.rptr_mem = pointers_view[0:1], pointers_view[16:17]  # wptr at 0, rptr at 0x80: one page
     self.wptr = 0  # in pointer steps, never wrapping
+    self.rung = 0  # the write pointer the doorbell last told the engine
     self.seen_rptr = 0  # the read pointer as last read: the ring has at least the room it showed
 
   def destroy(self) -> None: self.release()
@@ -133,8 +134,14 @@ class Ring:
     self.words[at // steps_per_dword:at // steps_per_dword + len(words)] = words
     self.wptr += n
     self.wptr_mem[0] = self.wptr
+    self.ring_doorbell()
+
+  def ring_doorbell(self) -> None:
+    """Tell the engine about everything up to the write pointer (again, where a failed transfer lost a doorbell)."""
+    if self.rung == self.wptr: return
     self.flush()
     self.doorbell[0] = self.wptr
+    self.rung = self.wptr
 
   def wait_for_room(self, steps: int, ring_steps: int) -> None:
     full = lambda: (self.wptr - self.seen_rptr) % ring_steps + steps >= ring_steps  # the read pointer may count on or wrap: compare modulo

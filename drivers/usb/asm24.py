@@ -84,11 +84,11 @@ class ASM24Bridge:
   def write(self, addr: int, data: bytes) -> None:
     for i, value in enumerate(data):
       at = addr + i
-      if at in HELD_REGISTERS:
-        if self.held.get(at) == value: continue
-        self.held[at] = value
+      if at in HELD_REGISTERS and self.held.get(at) == value: continue
+      self.held.pop(at, None)  # unknown until the write is known to have landed
       x = (at & 0x1FFFF) | XDATA_WINDOW
       self.bot.command(struct.pack(">BBBHB", WRITE_XDATA, value, x >> 16, x & 0xFFFF, 0), what=f"XDATA write at {at:#x}")
+      if at in HELD_REGISTERS: self.held[at] = value
 
   def sram_write(self, data: bytes) -> None:
     """`data` (at most SRAM_WRITE_MAX bytes) into the SRAM at COPY_WINDOW's start, in one SCSI WRITE(16)."""

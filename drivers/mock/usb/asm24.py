@@ -39,6 +39,10 @@ class ASM24Model(ModelDevice):
 
   def reset(self) -> None:
     self.stalled: set[int] = set()
+    self.mass_storage_reset()
+
+  def mass_storage_reset(self) -> None:
+    """BOT 3.1: ready for a new CBW; the endpoints' STALL conditions stay until cleared."""
     self.pending_in = b""      # the data stage then CSW the host reads next
     self.expect_out: tuple[bytes, int, int] | None = None  # (CDB, tag, length) of a command whose data stage comes next
 
@@ -91,8 +95,9 @@ class ASM24Model(ModelDevice):
     return b"", 1  # an unknown command fails (CSW status 1)
 
   def write_sram(self, cdb: bytes, data: bytes) -> int:
-    """A SCSI WRITE(16)'s data into the SRAM at XDATA 0xF000 (the LBA is ignored, as usbgpu always sends 0): whole
-    sectors, at most SRAM_WRITE_MAX bytes. The CSW status."""
+    """A SCSI WRITE(16)'s data into the SRAM at XDATA 0xF000: whole sectors, as many as the CDB says. The model's
+    reading of usbgpu, which always sends LBA 0 and at most SRAM_WRITE_MAX bytes: it ignores the LBA and refuses more.
+    The CSW status."""
     if cdb[0] != SCSI_WRITE16: return CSW_FAILED
     sectors = struct.unpack_from(">I", cdb, 10)[0]
     if sectors * SECTOR != len(data) or len(data) > SRAM_WRITE_MAX: return CSW_FAILED

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import usb.backend, usb.core, usb.util
 
 GET_DESCRIPTOR, DESC_STRING = 6, 3    # USB 2.0 table 9-4 and 9-5
+CLASS_INTERFACE_OUT, MASS_STORAGE_RESET = 0x21, 0xFF  # Bulk-Only Transport 1.0 section 3.1
 LANGID_EN_US = 0x0409
 BULK = 2                               # bmAttributes transfer type
 
@@ -28,6 +29,7 @@ class ModelDevice:
   def bulk_out(self, ep: int, data: bytes) -> None: raise NotImplementedError
   def bulk_in(self, ep: int, n: int) -> bytes: raise NotImplementedError
   def reset(self) -> None: pass
+  def mass_storage_reset(self) -> None: pass
 
 @dataclass(eq=False)
 class _Handle:
@@ -96,6 +98,9 @@ class ModelBackend(usb.backend.IBackend):
       n = min(len(text), len(data))
       data[:n] = array.array("B", text[:n])
       return n
+    if (bmRequestType, bRequest) == (CLASS_INTERFACE_OUT, MASS_STORAGE_RESET):
+      dev_handle.device.mass_storage_reset()
+      return 0
     raise usb.core.USBError(f"control request {bRequest:#x} is not modelled", None, errno.EPIPE)
 
   @staticmethod

@@ -2,7 +2,7 @@
 over TLPs, the video-memory mirror sending only what changed, signals the GPU writes into the bridge's SRAM, SCSI
 WRITE's data reaching video memory through SDMA, and for each rule the bridge and hub models keep a driver that
 breaks it. The whole device (DEV=MOCKUSB+AMD) runs the op and JIT suites in tests/tg/test_on_other_devices.py."""
-import errno, os, struct, subprocess, sys, time
+import errno, os, re, struct, subprocess, sys, time
 import numpy as np
 import pytest
 import usb.core
@@ -100,6 +100,36 @@ def test_the_device_computes_and_copies_across_many_windows_as_numpy_does():
   assert out.returncode == 0, out.stderr[-3000:]
   ours, ref = map(float, out.stdout.split()[1:])
   assert abs(ours - ref) <= 1e-5 * ref
+
+def test_a_failed_usb_transfer_is_an_error_naming_it_and_the_device_goes_on():
+  """Transfers that stall or fail at a command's every stage (CBW, data, CSW), in the middle of kernels and copies: each
+  raises USBError naming the command and stage, the stalled pipe gets the Bulk-Only reset recovery, and the next
+  computation is right (a lost doorbell is rung again before the device is waited for)."""
+  script = ("import numpy as np; from tg import Tensor; from drivers.mock import usb_machine\n"
+            "from drivers.usb.bulk_only import USBError\n"
+            "x, errors = np.arange(1000, dtype=np.float32), []\n"
+            "(Tensor(x) + 1).numpy()\n"
+            "bridge = usb_machine().usb_devices[0]  # the one the device opened\n"
+            "for fault in ('stall', 'error'):\n"
+            "  for side in ('bulk_out', 'bulk_in'):\n"
+            "    for k in (40, 150, 260):\n"
+            "      calls, real = [0], getattr(bridge, side)\n"
+            "      def counted(*a, k=k, fault=fault, real=real):\n"
+            "        calls[0] += 1\n"
+            "        if calls[0] == k: bridge.fail_next = fault\n"
+            "        return real(*a)\n"
+            "      setattr(bridge, side, counted)\n"
+            "      try: (Tensor(x) * 2 + k).numpy()\n"
+            "      except USBError as e: errors.append(str(e))\n"
+            "      setattr(bridge, side, real)\n"
+            "      assert np.array_equal((Tensor(x) * 3 + k).numpy(), x * 3 + k), (fault, side, k)\n"
+            "print('\\n'.join(errors))")
+  out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "DEV": "MOCKUSB+AMD", "HCQDEV_WAIT_TIMEOUT_MS": "5000"},
+                       capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr[-3000:]
+  errors = out.stdout.splitlines()
+  assert len(errors) == 12 and all(re.match(r"XDATA (read of \d+ bytes|write) at 0x[0-9a-f]+: (CBW|data IN|CSW) failed: ", e) for e in errors), errors
+  assert sum("Bulk-Only reset recovery" in e for e in errors) == 6  # the stalls
 
 # ---- what the bridge's TLP registers hold
 def test_a_reads_completion_data_is_not_taken_for_the_next_writes(bridged):
