@@ -2,16 +2,16 @@
 through sysfs; DEV=PCI+AMD, or DEV=MOCKPCI+AMD against drivers/mock/amd/pci_gpu.py). In amdgpu's order: the IP
 discovery table; the PSP's secure OS, its ring and trusted memory, then the SMU's, SDMA's and the RS64 MEC's firmware
 through it (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the HDP flush register moved into BAR 5
-(nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the MEC started; a compute queue and an
-SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
+(nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the interrupt ring, which tg polls for
+the GPU's faults (ih.py); the MEC started; a compute queue and an SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
 arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
 visible to the GPU; `close` leaves the GPU for the next process. Behind the USB bridge the CPU's part of video memory
 is a mirror (drivers/usb/mirrored_bar.py) that the HDP flush first brings up to date, and system pages map the
-bridge's SRAM. Not done yet (issue 17): the IH ring (tg polls its signals), the RLC/IMU, a GPU reset."""
+bridge's SRAM. Not done yet (issue 17): the RLC/IMU, VMID 0's GART, a GPU reset."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
-from drivers.amd import am_queues, discovery, firmware, gmc, psp, smu
+from drivers.amd import am_queues, discovery, firmware, gmc, ih, psp, smu
 from drivers.amd.discovery import IP
 from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR
 from drivers.gpu_memory import AddressSpace
@@ -57,6 +57,7 @@ class AM:
     self.page_tables = gmc.PageTables(self.alloc_table, self.table_view)
     gmc.enable_vmid(self.gc_write0, VMID, self.page_tables.root)
     self.page_tables_changed()
+    self.ih = self.start_ih()
     am_queues.start_mec(self.gc_write, self.mec_start)
 
   # ---- registers
@@ -65,6 +66,8 @@ class AM:
   def gc_read(self, reg: tuple[int, int]) -> int: return self.gpu.reg_read(self.base("GC", reg[0]) + reg[1])
   def gc_write0(self, offset: int, value: int) -> None: self.gpu.reg_write(self.base("GC") + offset, value)
   def gc_read0(self, offset: int) -> int: return self.gpu.reg_read(self.base("GC") + offset)
+  def ih_write(self, offset: int, value: int) -> None: self.gpu.reg_write(self.base("OSSSYS") + offset, value)
+  def ih_read(self, offset: int) -> int: return self.gpu.reg_read(self.base("OSSSYS") + offset)
   def flush_hdp(self) -> None:
     """CPU writes to video memory reach it (amdgpu_hdp.c amdgpu_hdp_generic_flush: write 0, read back)."""
     self.vram_bar.sync(self.cpu_written)
@@ -77,6 +80,15 @@ class AM:
     gmc.flush_tlb(self.gc_read0, self.gc_write0, VMID)
 
   # ---- bring-up
+  def start_ih(self) -> ih.IHRing:
+    """The interrupt ring and its write pointer's copy in CPU-visible video memory, which the IH reaches through the
+    frame buffer aperture (MC address fb_base + offset)."""
+    ring_at, _ = self.alloc(ih.RING_BYTES, True)
+    wptr_at, _ = self.alloc(gmc.PAGE, True)
+    view = lambda at, n: np.frombuffer(self.vram_bar.view, np.uint32, n, at)
+    return ih.IHRing(self.ih_read, self.ih_write, self.fb_base + ring_at, view(ring_at, ih.RING_BYTES // 4), self.fb_base + wptr_at, view(wptr_at, 1),
+                     self.vram_bar.fetch)
+
   def load_firmware(self, tmr: int) -> None:
     mp0, mp1 = self.base("MP0"), self.base("MP1")
     sos = firmware.sos_file_name(self.ips["MP0"].version)

@@ -14,7 +14,7 @@ from drivers.gpu_memory import ArgumentPool, GPUAllocator, GPUBuffer
 from drivers.hcq import HCQCompiled
 from drivers.pci import SysfsFunction
 from drivers.system import system_for
-from drivers.amd import am_queues, gmc, pm4
+from drivers.amd import am_queues, gmc, ih, pm4
 from drivers.amd.am import AM, VA_BASE, VMID
 from drivers.amd.device import EOP_BYTES, PAGE, RING_BYTES, AMDDevice, AMDProgram, Node, Ring, sdma_nop
 from drivers.amd.pci_gpu import PCIGPU
@@ -106,12 +106,13 @@ class AMPCIDevice(AMDDevice):
 
   # ---- faults
   def check_faults(self) -> str | None:
-    """A translation fault the GFX hub recorded (GCVM_L2_PROTECTION_FAULT_*): the faulting queue stops for good, so
-    both are mapped anew and the device goes on; the error stays in `self.error` until synchronize reports it."""
+    """A fault the GPU reported on the interrupt ring (a GPU memory fault, a bad packet, a shader's error): the faulting
+    queue stops for good, so both are mapped anew and the device goes on; the error stays in `self.error` until
+    synchronize reports it."""
     if self.error is not None: return self.error
-    if (fault := gmc.fault(self.am.gc_read0)) is None: return None
+    if not (faults := [f for v in self.am.ih.vectors() if (f := ih.fault(v)) is not None]): return None
     gmc.clear_fault(self.am.gc_write0)
     for ring in self.rings.values(): ring.destroy()
     self.rings = self.new_rings()
-    self.error = f"{self.device}: GPU memory fault at {fault[1]:#x} (VMID {fault[0]})"
+    self.error = f"{self.device}: {faults[0]}" + (f" (and {len(faults) - 1} more faults)" if len(faults) > 1 else "")
     return self.error

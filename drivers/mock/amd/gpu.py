@@ -82,10 +82,11 @@ ARCHS = {
 }
 
 class GPUFault(Exception):
-  """A queue stops: `address` is the GPU VA of a memory fault (None for a malformed packet or an engine error)."""
+  """A queue stops: `address` is the GPU VA of a memory fault (None for a malformed packet or an engine error);
+  `queue`, the queue it stopped."""
   def __init__(self, message: str, address: int | None = None):
     super().__init__(message)
-    self.address = address
+    self.address, self.queue = address, None
 
 @dataclass(frozen=True)
 class Region:
@@ -226,7 +227,7 @@ class GPU:
 
   def fault(self, q: Queue, e: GPUFault) -> None:
     q.faulted = True
-    e.args = (f"{q.kind} queue {q.queue_id}: {e.args[0]}",)
+    e.args, e.queue = (f"{q.kind} queue {q.queue_id}: {e.args[0]}",), q
     self.faults.append(e.args[0])
     self.on_fault(self, e)
 

@@ -10,6 +10,7 @@ from drivers.mock.pci_function import BAR0, COMMAND, COMMAND_MEMORY, Bar, PCIFun
 from drivers.mock.amd import firmware_files
 from drivers.mock.amd.gfxhub import GFXHub
 from drivers.mock.amd.gpu import ARCHS, GPU, GPUFault, Queue, Region
+from drivers.mock.amd.ih import IHModel
 from drivers.mock.amd.mec import MEC
 from drivers.mock.amd.psp import PSPModel
 from drivers.mock.amd.sdma_queues import SDMAQueues
@@ -25,6 +26,9 @@ BOOT_DONE = 1 << 31
 # a write there flushes CPU writes to video memory (amdgpu_hdp.c amdgpu_hdp_generic_flush)
 REMAP_HDP_MEM_FLUSH_CNTL = 0x12D
 DISCOVERY_TMR_OFFSET = 64 << 10
+# soc15_ih_clientid.h enum soc21_ih_clientid; irqsrcs_gfx_11_0_0.h (and gmc_v11_0_sw_init, gfx_v11_0_sw_init: who registers them)
+CLIENT_GFX, CLIENT_GRBM_CP = 0x0A, 0x14
+UTCL2_FAULT, CP_BAD_OPCODE_ERROR, SQ_INTERRUPT_ID = 0x00, 0xB7, 0xEF
 # discovery.h
 BINARY_SIGNATURE, DISCOVERY_TABLE_SIGNATURE, TOTAL_TABLES = 0x28211407, 0x53445049, 6
 # soc15_hw_ip.h hardware ids -> (name, the (major, minor, revision) a Navi31 (gfx1100) reports, as the versions
@@ -73,12 +77,14 @@ class AMDPCIGPU:
     doorbells = Bar(2 << 20)
     self.lock, self.gpus, self.hdp_flushes, self.doorbell_moves, self.flush_base = threading.RLock(), {}, 0, 0, None
     self.hub = GFXHub(self.vram, self.install)
+    self.ih = IHModel(self.write_vram, FB_BASE, vram_mib << 20)
     self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.watch)
     self.sdma = SDMAQueues(self.gpu_of, doorbells.memory, self.loaded, firmware_files.SDMA_THREADS, self.watch)
     gc = base["GC"]
     # register -> (the model answering it, its name there)
     self.hooks = {**{base["MP0"][0] + offset: (self.psp, offset) for offset in self.psp.regs}, **{base["MP1"][0] + offset: (self.smu, offset) for offset in self.smu.regs},
                   **{gc[0] + offset: (self.hub, offset) for offset in self.hub.regs},
+                  **{base["OSSSYS"][0] + offset: (self.ih, offset) for offset in self.ih.regs},
                   **{gc[seg] + offset: (model, (seg, offset)) for model in (self.mec, self.sdma) for seg, offset in model.registers()}}
     self.hdp_remap = base["NBIF"][2] + REMAP_HDP_MEM_FLUSH_CNTL
     self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20, memory=self.vram[:256 << 20]), 2: doorbells,
@@ -93,7 +99,18 @@ class AMDPCIGPU:
     gpu = self.gpu_of(vmid)
     with self.lock: gpu.maps = regions
   def fault(self, gpu: GPU, e: GPUFault) -> None:
-    if e.address is not None: self.hub.fault(gpu.gpu_id, e.address)
+    """A queue's fault, in the hub's fault registers (a memory fault) and as an interrupt vector: a memory fault as the
+    GFX hub's UTCL2 fault (the page in source data 0 and 1, as gmc_v11_0_process_interrupt reads it back); on a compute
+    queue, a shader's error as an SQ interrupt and any other as CP_BAD_OPCODE_ERROR, its ring id the queue's ME, pipe
+    and queue (gfx_v11_0_handle_priv_fault). Which of the CP's errors a fault is, and the SQ interrupt's client, are the
+    model's choice; SDMA's errors other than memory faults raise none (amdgpu registers no source for them)."""
+    if e.address is not None:
+      self.hub.fault(gpu.gpu_id, e.address)
+      self.ih.interrupt(CLIENT_GFX, UTCL2_FAULT, vmid=gpu.gpu_id, data=(e.address >> 12 & 0xFFFFFFFF, e.address >> 44 & 0xF))
+    elif (where := next((w for w, (_, q) in self.mec.queues.items() if q is e.queue), None)) is not None:
+      me, pipe, queue = where
+      source = SQ_INTERRUPT_ID if "shader fault" in e.args[0] else CP_BAD_OPCODE_ERROR
+      self.ih.interrupt(CLIENT_GRBM_CP, source, ring=me << 2 | pipe | queue << 4, vmid=gpu.gpu_id)
   def loaded(self, fw_type: int) -> bytes | None: return next((blob for t, blob in reversed(self.psp.ip_firmware) if t == fw_type), None)
   def watch(self, q: Queue) -> None:
     """A queue whose doorbell moves are counted against HDP flushes (the first queue starts the count)."""
@@ -110,7 +127,7 @@ class AMDPCIGPU:
   @property
   def faults(self) -> list[str]: return [f for g in self.gpus.values() for f in g.faults]
   @property
-  def problems(self) -> list[str]: return [*self.hub.problems, *self.mec.problems, *self.sdma.problems]
+  def problems(self) -> list[str]: return [*self.hub.problems, *self.mec.problems, *self.sdma.problems, *self.ih.problems]
   def stop(self) -> None:
     for g in self.gpus.values(): g.stop()
 

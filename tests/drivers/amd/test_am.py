@@ -1,10 +1,10 @@
 """The AM driver (an RDNA3 GPU with no kernel driver) against the bare-PCI machine's model: bring-up, page tables
 checked entry by entry against amdgpu's layout computed here, queues that run, and for each rule the model takes from
 amdgpu (gfxhub.py, mec.py, sdma_queues.py, the HDP flush) a driver that breaks it and what it meets."""
-import struct, threading, time
+import os, struct, subprocess, sys, threading, time
 import numpy as np
 import pytest
-from drivers.amd import am_queues, firmware, gmc, pm4, sdma
+from drivers.amd import am_queues, firmware, gmc, ih, pm4, sdma
 from drivers.amd import am as am_module
 from drivers.amd.am import AM, VA_BASE, VMID
 from drivers.amd.pci_gpu import PCIGPU
@@ -16,6 +16,7 @@ from drivers.mock.amd.mec import MEC
 from drivers.mock.amd.sdma_queues import SDMAQueues
 
 ADDRESS = "0000:03:00.0"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 @pytest.fixture
 def machine():
@@ -189,6 +190,74 @@ def test_a_packet_writing_outside_the_page_tables_leaves_the_fault_in_the_hub(ma
   assert gmc.fault(am.gc_read0) == (VMID, 0x5000_0000)
   gmc.clear_fault(am.gc_write0)
   assert gmc.fault(am.gc_read0) is None
+
+# ---- the interrupt ring
+def test_a_memory_fault_arrives_on_the_interrupt_ring_as_amdgpu_decodes_it(machine):
+  am, model = brought_up(machine)
+  ring, _, doorbell = mapped_compute(am)
+  submit(am, ring, doorbell, pm4.release_mem(11, 0x5000_0040, pm4.DATA_SEL_64, 1, 0))
+  assert until(lambda: model.ih.regs[0x84])  # IH_RB_WPTR moved: one vector
+  head = struct.unpack_from("<8I", model.vram, am.ih.ring.ctypes.data - am.vram_cpu)
+  assert head[0] == 0x0A | 1 << 24 and head[4:6] == (0x5000_0040 >> 12, 0)  # client GFX, source UTCL2 fault, VMID 1; the page
+  (vector,) = am.ih.vectors()
+  assert ih.fault(vector) == "GPU memory fault at 0x50000000 (VMID 1, GFX hub)" and am.ih.vectors() == []
+  assert model.ih.regs[0x83] == 32  # the read pointer handed back through IH_RB_RPTR
+
+def test_a_bad_packet_is_a_named_command_processor_error(machine):
+  am, model = brought_up(machine)
+  ring, _, doorbell = mapped_compute(am)
+  submit(am, ring, doorbell, [pm4.header(0x7E, 1), 0])  # an opcode PM4 doesn't have
+  assert until(lambda: model.faults)
+  (vector,) = am.ih.vectors()
+  assert (vector.client, vector.source, vector.ring) == (0x14, 0xB7, 1 << 2)  # GRBM_CP, CP_BAD_OPCODE_ERROR, ME 1 pipe 0 queue 0
+  assert ih.fault(vector) == "the command processor met a bad packet opcode (CP_BAD_OPCODE_ERROR) on ME 1 pipe 0 queue 0"
+
+@pytest.mark.parametrize("dev", ["MOCKPCI+AMD", "MOCKUSB+AMD"])
+def test_the_device_reports_a_bad_packet_by_name_then_goes_on(dev):
+  """Through the interrupt ring, over bare PCI and behind the USB bridge: a CP error is an error that names it, not a
+  timeout, and the next computation is right (in its own process: one AMD device per process)."""
+  script = ("import numpy as np; from tg import Tensor; from drivers.device import Device; from drivers.hcq import DeviceFault\n"
+            "from drivers.amd import pm4\n"
+            "x = np.arange(64, dtype=np.float32)\n"
+            "assert np.array_equal((Tensor(x) + 1).numpy(), x + 1)\n"
+            "amd = Device['AMD']\n"
+            "amd.compute_queue().q(pm4.header(0x7E, 1), 0).signal(amd.timeline_signal, amd.next_timeline()).submit(amd)\n"
+            "try: amd.synchronize()\n"
+            "except DeviceFault as e: print(e)\n"
+            "assert np.array_equal((Tensor(x) * 2).numpy(), x * 2)\n")
+  out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env={**os.environ, "DEV": dev, "HCQDEV_WAIT_TIMEOUT_MS": "20000"},
+                       capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr[-3000:]
+  assert out.stdout.strip() == "AMD: the command processor met a bad packet opcode (CP_BAD_OPCODE_ERROR) on ME 1 pipe 0 queue 0"
+
+def small_ring(am, entries: int = 4) -> ih.IHRing:
+  ring_at, _ = am.alloc(4096, True)
+  wptr_at, _ = am.alloc(4096, True)
+  view = lambda at, n: np.frombuffer(am.vram_bar.view, np.uint32, n, at)
+  return ih.IHRing(am.ih_read, am.ih_write, am.fb_base + ring_at, view(ring_at, 8 * entries), am.fb_base + wptr_at, view(wptr_at, 1), am.vram_bar.fetch)
+
+def test_after_an_overflow_the_driver_reads_on_from_the_oldest_vector_left(machine):
+  """Five vectors into a ring of four that no one reads: the IH overwrites the oldest and flags RB_OVERFLOW; the driver
+  skips past the vector the GPU writes next (ih_v6_0_get_wptr) and clears the flag. A driver that ignored it would
+  read one vector."""
+  am, model = brought_up(machine)
+  ring = small_ring(am)
+  for source in range(1, 6): model.ih.interrupt(0x14, source)
+  assert model.ih.regs[0x84] & 1  # IH_RB_WPTR.RB_OVERFLOW
+  assert [v.source for v in ring.vectors()] == [3, 4, 5] and not model.ih.regs[0x84] & 1
+
+@pytest.mark.parametrize("breakage, problem", [("not enabled", None), ("offset, not MC address", "outside the frame buffer aperture"),
+                                               ("bus address space", "only as an MC address")])
+def test_an_interrupt_ring_the_ih_cant_use_gets_no_vector(machine, breakage, problem):
+  am, model = brought_up(machine)
+  ring = small_ring(am)
+  at = ring.ring.ctypes.data - am.vram_cpu
+  if breakage == "not enabled": am.ih_write(ih.RB_CNTL, ring.cntl & ~ih.RB_ENABLE)
+  if breakage == "offset, not MC address": am.ih_write(ih.RB_BASE, at >> 8)  # a driver that forgot the frame buffer's base
+  if breakage == "bus address space": am.ih_write(ih.RB_CNTL, ring.cntl & ~(7 << 28) | 2 << 28)
+  model.ih.interrupt(0x14, 0xB7)
+  assert ring.vectors() == [] and model.ih.regs[0x84] == 0
+  assert (problem is None and model.ih.dropped == 1) or problem in model.ih.problems[-1]
 
 def test_an_sdma_queue_copies(machine):
   am, model = brought_up(machine)
