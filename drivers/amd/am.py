@@ -95,10 +95,11 @@ class AM:
     psp.start_secure_os(self.gpu, mp0, self.fb_base, firmware.psp_components(firmware.read(sos, self.system), sos), PSP_STAGING)
     psp.create_ring(self.gpu, mp0, self.fb_base, PSP_RING)
     ring = psp.CommandRing(self.gpu, mp0, self.fb_base, PSP_RING, PSP_CMD, PSP_FENCE)
-    ring.setup_tmr(tmr, TMR_BYTES)
     mec = firmware.file_name("gc", self.ips["GC"].version, "_mec")
     ucode, stack, self.mec_start = firmware.rs64_images(firmware.read(mec, self.system), mec)
-    images = psp.smu_and_sdma_firmware(self.ips["MP1"].version, self.ips["SDMA0"].version, self.system)
+    (smu_type, smu_image), *images = psp.smu_and_sdma_firmware(self.ips["MP1"].version, self.ips["SDMA0"].version, self.system)
+    ring.load_ip_firmware(smu_type, PSP_STAGING, smu_image)  # the SMU's first, the TMR after it (psp_hw_start: pmfw_centralized_cstate_management)
+    ring.setup_tmr(tmr, TMR_BYTES)
     images += [(RS64_MEC, ucode), *((RS64_MEC_P0_STACK + pipe, stack) for pipe in range(MEC_PIPES))]
     for fw_type, image in images: ring.load_ip_firmware(fw_type, PSP_STAGING, image)
     self.smu_version = smu.version(self.gpu, mp1)

@@ -13,9 +13,13 @@ MP0's C2PMSG registers and the video memory they point at. Its rules, from amdgp
 - commands come through that ring (amdgpu_psp.c psp_ring_cmd_submit): C2PMSG_67, the write pointer in dwords, moves
   past 64-byte frames that point at a 4 KiB-aligned 1024-byte command buffer and at a fence; the secure OS runs the
   command, writes its status into the buffer's response and the frame's value to the fence. The model takes
-  SETUP_TMR (a PSP_TMR_ALIGNMENT-aligned region inside video memory, given by MC address and, with virt_phy_addr set,
-  by its offset: amdgpu_psp.c psp_prep_tmr_cmd_buf, amdgpu_gmc_vram_pa on a GPU without XGMI) and, once a TMR
-  exists, LOAD_IP_FW (psp_hw_start sets up the TMR before loading firmware); anything else is refused with a status.
+  LOAD_IP_FW of the SMU's firmware first, then SETUP_TMR (a PSP_TMR_ALIGNMENT-aligned region inside video memory,
+  given by MC address and, with virt_phy_addr set, by its offset: amdgpu_psp.c psp_prep_tmr_cmd_buf,
+  amdgpu_gmc_vram_pa on a GPU without XGMI), then LOAD_IP_FW of the rest (psp_hw_start: "For ASICs with DF Cstate
+  management centralized to PMFW, TMR setup should be performed after PMFW loaded and before other non-psp firmware
+  loaded", which psp_check_pmfw_centralized_cstate_management says of every dGPU from Navi12 on), and AUTOLOAD_RLC
+  (psp_rlc_autoload_start, which psp_load_non_psp_fw sends right after RLC_G, "after psp received all the gfx
+  firmware"); anything else is refused with a status.
 A real PSP checks AMD's signature on each component; the model instead compares the bytes at that address with the
 component of the firmware it was built with. A command it rejects (unknown, out of order, bytes that don't match, an
 address outside video memory) leaves it busy, never ready again, which amdgpu sees as a timeout; `fault` says why."""
@@ -35,7 +39,8 @@ REG_C2PMSG_67 = 0x83  # the ring's write pointer in dwords (psp_v13_0_ring_set_w
 # psp_gfx_if.h: struct psp_gfx_cmd_resp (1024 bytes: cmd_id at 8, fields at 28, response status at 864), frames as
 # cmd_buf_addr_lo/hi, cmd_buf_size, fence_addr_lo/hi, fence_value; command buffers "must be 4 KB aligned"
 CMD_RESP_BYTES, AT_CMD_ID, AT_FIELDS, AT_STATUS = 1024, 8, 28, 864
-SETUP_TMR, LOAD_IP_FW = 0x5, 0x6  # enum psp_gfx_cmd_id
+SETUP_TMR, LOAD_IP_FW, AUTOLOAD_RLC = 0x5, 0x6, 0x21  # enum psp_gfx_cmd_id
+GFX_FW_TYPE_SMU = 0x12  # enum psp_gfx_fw_type
 TMR_ALIGNMENT = 0x100000  # amdgpu_psp.h PSP_TMR_ALIGNMENT
 REFUSED = 0xFFFF0001  # the model's response status for a command it refuses (amdgpu treats any nonzero as failure)
 # amdgpu_ucode.h enum psp_fw_type -> amdgpu_psp.h enum psp_bootloader_cmd, in psp_hw_start's order
@@ -55,6 +60,7 @@ class PSPModel:
     self.rptr = 0                               # dwords of the ring the secure OS has read
     self.tmr: tuple[int, int] | None = None    # (video memory offset, bytes) of its trusted memory region
     self.ip_firmware: list[tuple[int, bytes]] = []  # (psp_gfx_fw_type, bytes) of each firmware load taken
+    self.autoloads: list[int] = []  # how many firmware loads each AUTOLOAD_RLC came after
     self.loaded: list[int] = []
     self.fault: str | None = None
 
@@ -104,6 +110,9 @@ class PSPModel:
     if cmd_id == SETUP_TMR:
       lo, hi, size, flags, phys_lo, phys_hi = struct.unpack_from("<6I", buf, AT_FIELDS)
       offset = self._in_vram(hi << 32 | lo, size)
+      if all(t != GFX_FW_TYPE_SMU for t, _ in self.ip_firmware):
+        self.fault = "SETUP_TMR before the SMU's firmware: DF C-state management is the PMFW's, so the TMR comes after it"
+        return REFUSED
       if offset is None or offset % TMR_ALIGNMENT or not size or (phys_hi << 32 | phys_lo) != offset or not flags & 2:
         self.fault = f"SETUP_TMR at MC {hi << 32 | lo:#x} ({size} bytes, offset {phys_hi << 32 | phys_lo:#x}, flags {flags:#x}) refused"
         return REFUSED
@@ -112,10 +121,13 @@ class PSPModel:
     if cmd_id == LOAD_IP_FW:
       lo, hi, size, fw_type = struct.unpack_from("<4I", buf, AT_FIELDS)
       offset = self._in_vram(hi << 32 | lo, size)
-      if self.tmr is None or offset is None:
+      if (self.tmr is None and fw_type != GFX_FW_TYPE_SMU) or offset is None:
         self.fault = f"LOAD_IP_FW of type {fw_type} refused: {'no trusted memory region yet' if self.tmr is None else 'firmware outside video memory'}"
         return REFUSED
       self.ip_firmware.append((fw_type, self.vram_read(offset, size)))
+      return 0
+    if cmd_id == AUTOLOAD_RLC:
+      self.autoloads.append(len(self.ip_firmware))
       return 0
     self.fault = f"unknown PSP command {cmd_id:#x}"
     return REFUSED

@@ -145,24 +145,33 @@ def ring_of(gpu) -> psp.CommandRing:
   psp.create_ring(gpu, MP0, FB_BASE, RING)
   return psp.CommandRing(gpu, MP0, FB_BASE, RING, CMD, FENCE, wait_s=0.2)
 
-def test_commands_through_the_ring_set_up_trusted_memory_then_load_firmware():
+def test_commands_through_the_ring_load_the_smu_set_up_trusted_memory_then_load_firmware():
   gpu, model = started_gpu()
   ring = ring_of(gpu)
+  ring.load_ip_firmware(psp.GFX_FW_TYPE_SMU, STAGING, b"smu firmware " * 8)
   ring.setup_tmr(TMR, 4 << 20)
   ring.load_ip_firmware(0x14, STAGING, b"sdma firmware " * 8)  # a psp_gfx_fw_type; the model takes any
-  assert model.psp.tmr == (TMR, 4 << 20) and model.psp.ip_firmware == [(0x14, b"sdma firmware " * 8)] and model.psp.fault is None
+  assert model.psp.tmr == (TMR, 4 << 20) and model.psp.ip_firmware == [(0x12, b"smu firmware " * 8), (0x14, b"sdma firmware " * 8)] and model.psp.fault is None
   for i in range(RING_FRAMES + 2): ring.load_ip_firmware(i, STAGING, bytes([i]) * 4)  # more commands than frames: the ring wraps
-  assert [t for t, _ in model.psp.ip_firmware[1:]] == list(range(RING_FRAMES + 2)) and ring.fence_value == RING_FRAMES + 4
+  assert [t for t, _ in model.psp.ip_firmware[2:]] == list(range(RING_FRAMES + 2)) and ring.fence_value == RING_FRAMES + 5
 
-
-def test_firmware_before_trusted_memory_is_refused_with_a_status():
+def test_firmware_other_than_the_smus_before_trusted_memory_is_refused_with_a_status():
   gpu, model = started_gpu()
   with pytest.raises(psp.PSPError, match="refused to load firmware of type 20: status 0xffff0001"): ring_of(gpu).load_ip_firmware(20, STAGING, b"x" * 16)
   assert "no trusted memory region yet" in model.psp.fault
 
+def test_trusted_memory_before_the_smus_firmware_is_refused():
+  """A wrong driver: the TMR first, as on GPUs before Navi12 (amdgpu_psp.c psp_hw_start loads the PMFW first on a
+  Navi31, whose DF C-state management is centralized in it)."""
+  gpu, model = started_gpu()
+  with pytest.raises(psp.PSPError, match="refused to set up its trusted memory"): ring_of(gpu).setup_tmr(TMR, 4 << 20)
+  assert model.psp.tmr is None and "SETUP_TMR before the SMU's firmware" in model.psp.fault
+
 def test_trusted_memory_not_aligned_to_1_mib_is_refused():
   gpu, model = started_gpu()
-  with pytest.raises(psp.PSPError, match="refused to set up its trusted memory"): ring_of(gpu).setup_tmr(TMR + 4096, 4 << 20)
+  ring = ring_of(gpu)
+  ring.load_ip_firmware(psp.GFX_FW_TYPE_SMU, STAGING, b"smu")
+  with pytest.raises(psp.PSPError, match="refused to set up its trusted memory"): ring.setup_tmr(TMR + 4096, 4 << 20)
   assert model.psp.tmr is None
 
 def test_a_frame_pointing_at_an_unaligned_command_buffer_never_completes():
@@ -189,8 +198,9 @@ def test_the_smu_and_both_sdma_threads_load_from_their_files(tmp_path):
   assert images == [(18, smu_image), (71, context), (72, control)]
   gpu, model = started_gpu()
   ring = ring_of(gpu)
+  ring.load_ip_firmware(images[0][0], STAGING, images[0][1])
   ring.setup_tmr(TMR, 4 << 20)
-  for fw_type, image in images: ring.load_ip_firmware(fw_type, STAGING, image)
+  for fw_type, image in images[1:]: ring.load_ip_firmware(fw_type, STAGING, image)
   assert model.psp.ip_firmware == images
 
 def test_an_sdma_file_of_another_version_or_cut_short_is_refused():

@@ -11,8 +11,8 @@ MP1 = next(bases[0] for name, _, bases in NAVI31_IPS.values() if name == "MP1")
 def gpu_with_smu_firmware():
   gpu, model = started_gpu()
   ring = ring_of(gpu)
-  ring.setup_tmr(TMR, 4 << 20)
   ring.load_ip_firmware(psp.GFX_FW_TYPE_SMU, STAGING, b"smu image" * 4)
+  ring.setup_tmr(TMR, 4 << 20)
   return gpu, model
 
 def test_the_smu_is_silent_until_its_firmware_is_loaded():
