@@ -1,19 +1,20 @@
 """AM: an RDNA3 GPU brought up from userspace with no kernel driver (a PCI function with nothing bound, reached
 through sysfs; DEV=PCI+AMD, or DEV=MOCKPCI+AMD against drivers/mock/amd/pci_gpu.py). In amdgpu's order: the IP
-discovery table; the PSP's secure OS, its ring and trusted memory, then the SMU's, SDMA's and the RS64 MEC's firmware
-through it (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the HDP flush register moved into BAR 5
+discovery table; the PSP's secure OS and its ring, the SMU's firmware, the trusted memory, then SDMA's and GC's firmware
+(the RS64 PFP, ME and MEC, the IMU, the RLC) through it and the RLC's autoload (amdgpu_psp.c psp_hw_start,
+psp_load_non_psp_fw); the HDP flush register moved into BAR 5
 (nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the interrupt ring, which tg polls for
 the GPU's faults (ih.py); the MEC started; a compute queue and an SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
 arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
 visible to the GPU; `close` leaves the GPU for the next process. Behind the USB bridge the CPU's part of video memory
 is a mirror (drivers/usb/mirrored_bar.py) that the HDP flush first brings up to date, and system pages map the
-bridge's SRAM. Not done yet (issue 17): the RLC/IMU, VMID 0's GART, a GPU reset."""
+bridge's SRAM. Not done yet (issue 17): MES, VMID 0's GART, a GPU reset."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
 from drivers.amd import am_queues, discovery, firmware, gmc, ih, psp, smu
 from drivers.amd.discovery import IP
-from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR
+from drivers.amd.pci_gpu import PCIGPU, VRAM_BAR, wait_for
 from drivers.gpu_memory import AddressSpace
 from drivers.pci import Window, bar_size
 
@@ -25,9 +26,10 @@ PSP_STAGING, PSP_RING, PSP_CMD, PSP_FENCE = 0, MIB, MIB + 0x1000, MIB + 0x2000  
 FIRST_FREE = 2 * MIB
 TMR_BYTES = 4 * MIB       # the secure OS's trusted memory, below the discovery table at the top
 HDP_REMAP, HDP_REMAP_BYTE = 0x12D, 0x7F000  # nbio_4_3_0 BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL (BASE_IDX 2); MMIO_REG_HOLE_OFFSET
-# psp_gfx_if.h enum psp_gfx_fw_type
-RS64_MEC, RS64_MEC_P0_STACK = 89, 94
-MEC_PIPES = 4
+# psp_gfx_if.h enum psp_gfx_fw_type: each RS64 engine's ucode, and its first pipe's stack (the others' follow)
+RS64_ENGINES = (("pfp", 0x57, 0x5A, 2), ("me", 0x58, 0x5C, 2), ("mec", 0x59, 0x5E, 4))  # (file suffix, ucode, stack, pipes)
+RLC_BOOTLOAD_STATUS, BOOTLOAD_COMPLETE, CP_STAT = (1, 0x4E82), 1 << 31, (0, 0xF40)  # gc_11_0_0_offset.h, _sh_mask.h
+RLC_WAIT_S = 1.0  # gfx_v11_0_wait_for_rlc_autoload_complete gives it adev->usec_timeout (100 ms) on a local bus
 # What kfd_topology.c would publish for each GC version (the AM driver has no amdkfd to ask)
 GC_PROPERTIES = {(11, 0, 0): dict(gfx_target_version=110000, simd_count=192, simd_per_cu=2, array_count=12, simd_arrays_per_engine=2,
                                   max_waves_per_simd=16, lds_size_in_kb=64, num_xcc=1)}
@@ -95,14 +97,30 @@ class AM:
     psp.start_secure_os(self.gpu, mp0, self.fb_base, firmware.psp_components(firmware.read(sos, self.system), sos), PSP_STAGING)
     psp.create_ring(self.gpu, mp0, self.fb_base, PSP_RING)
     ring = psp.CommandRing(self.gpu, mp0, self.fb_base, PSP_RING, PSP_CMD, PSP_FENCE)
-    mec = firmware.file_name("gc", self.ips["GC"].version, "_mec")
-    ucode, stack, self.mec_start = firmware.rs64_images(firmware.read(mec, self.system), mec)
     (smu_type, smu_image), *images = psp.smu_and_sdma_firmware(self.ips["MP1"].version, self.ips["SDMA0"].version, self.system)
     ring.load_ip_firmware(smu_type, PSP_STAGING, smu_image)  # the SMU's first, the TMR after it (psp_hw_start: pmfw_centralized_cstate_management)
     ring.setup_tmr(tmr, TMR_BYTES)
-    images += [(RS64_MEC, ucode), *((RS64_MEC_P0_STACK + pipe, stack) for pipe in range(MEC_PIPES))]
-    for fw_type, image in images: ring.load_ip_firmware(fw_type, PSP_STAGING, image)
+    for fw_type, image in images + self.gfx_firmware(): ring.load_ip_firmware(fw_type, PSP_STAGING, image)
+    ring.autoload_rlc()  # right after RLC_G, as psp_load_non_psp_fw does
+    if not (booted := wait_for(lambda: (self.gc_read(RLC_BOOTLOAD_STATUS), self.gc_read(CP_STAT)), lambda v: v[0] & BOOTLOAD_COMPLETE and not v[1], RLC_WAIT_S))[0]:
+      raise AMError(f"the RLC didn't boot within {RLC_WAIT_S} s of AUTOLOAD_RLC: RLC_RLCS_BOOTLOAD_STATUS {booted[1][0]:#010x}, CP_STAT {booted[1][1]:#x}")
     self.smu_version = smu.version(self.gpu, mp1)
+
+  def gfx_firmware(self) -> list[tuple[int, bytes]]:
+    """GC's firmware in the order psp_load_non_psp_fw loads it (AMDGPU_UCODE_ID's): the RS64 PFP's, ME's and MEC's
+    ucodes, their pipes' stacks, the IMU's two images, the RLC's pieces with RLC_G last (gfx_v11_0_init_microcode,
+    imu_v11_0_init_microcode; the MEC's program counter start is kept for start_mec)."""
+    gc = self.ips["GC"].version
+    def read(suffix: str) -> tuple[bytes, str]:
+      name = firmware.file_name("gc", gc, suffix)
+      return firmware.read(name, self.system), name
+    rs64 = {suffix: firmware.rs64_images(*read(f"_{suffix}")) for suffix, *_ in RS64_ENGINES}
+    self.mec_start = rs64["mec"][2]
+    images = [(ucode_type, rs64[suffix][0]) for suffix, ucode_type, _, _ in RS64_ENGINES]
+    images += [(stack_type + pipe, rs64[suffix][1]) for suffix, _, stack_type, pipes in RS64_ENGINES for pipe in range(pipes)]
+    images += zip((firmware.IMU_I, firmware.IMU_D), firmware.imu_images(*read("_imu")))
+    revision = self.gpu.pci.config_read(8, 1)  # gfx_v11_0_init_microcode: a revision 0xCE Navi31 takes gc_11_0_0_rlc_1.bin
+    return images + firmware.rlc_images(*read("_rlc_1" if gc == (11, 0, 0) and revision == 0xCE else "_rlc"))
 
   def close(self) -> None:
     """Leave the GPU for the next driver, in amdgpu's hw_fini order: the queues off their engines, the PSP's ring gone

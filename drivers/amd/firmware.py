@@ -87,3 +87,42 @@ def rs64_images(data: bytes, name: str) -> tuple[bytes, bytes, int]:
   if (major, minor) != (2, 0): raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, an RS64 engine's file is 2.0")
   _, ucode_size, _, data_size, data_at, start_lo, start_hi = struct.unpack_from(GFX_V2_FIELDS, data, struct.calcsize(COMMON_HEADER))
   return _checked_slice(data, array_at, ucode_size, "the ucode", name), _checked_slice(data, data_at, data_size, "the stack", name), start_hi << 32 | start_lo
+
+# psp_gfx_if.h enum psp_gfx_fw_type of the RLC's pieces
+RLC_V, RLC_G, RLC_RESTORE_LIST_GPM_MEM, RLC_RESTORE_LIST_SRM_MEM, RLC_RESTORE_LIST_SRM_CNTL = 0x07, 0x08, 0x14, 0x15, 0x16
+RLC_P, RLC_IRAM, RLC_DRAM_BOOT = 0x19, 0x1A, 0x30
+GLOBAL_TAP_DELAYS, SE0_TAP_DELAYS, SE1_TAP_DELAYS, SE2_TAP_DELAYS, SE3_TAP_DELAYS = 0x1B, 0x1C, 0x1D, 0x41, 0x42
+IMU_I, IMU_D = 0x44, 0x45
+# rlc_firmware_header_v2_1..v2_4 (amdgpu_ucode.h): (the minor versions that have it, fw type, byte offsets of its size and
+# offset fields), in AMDGPU_UCODE_ID order, which psp_load_non_psp_fw loads in; amdgpu_gfx_rlc_init_microcode takes
+# v2_1 and v2_2's pieces from every later minor version, v2_3's and v2_4's only from that exact one
+RLC_PIECES = (((4,), GLOBAL_TAP_DELAYS, 0xCC, 0xD0), ((4,), SE0_TAP_DELAYS, 0xD4, 0xD8), ((4,), SE1_TAP_DELAYS, 0xDC, 0xE0),
+              ((4,), SE2_TAP_DELAYS, 0xE4, 0xE8), ((4,), SE3_TAP_DELAYS, 0xEC, 0xF0),
+              ((1, 2, 3, 4), RLC_RESTORE_LIST_SRM_CNTL, 0x74, 0x78), ((1, 2, 3, 4), RLC_RESTORE_LIST_GPM_MEM, 0x84, 0x88),
+              ((1, 2, 3, 4), RLC_RESTORE_LIST_SRM_MEM, 0x94, 0x98), ((2, 3, 4), RLC_IRAM, 0x9C, 0xA0), ((2, 3, 4), RLC_DRAM_BOOT, 0xA4, 0xA8),
+              ((3,), RLC_P, 0xB4, 0xB8), ((3,), RLC_V, 0xC4, 0xC8))
+RLC_HEADER_END = {0: 0x68, 1: 0x9C, 2: 0xAC, 3: 0xCC, 4: 0xF4}
+
+def rlc_images(data: bytes, name: str) -> list[tuple[int, bytes]]:
+  """(psp_gfx_fw_type, image) of an rlc_firmware_header_v2_x file as a PSP load takes them (amdgpu_rlc.c
+  amdgpu_gfx_rlc_init_microcode and its v2_x helpers: offsets from the file's start, pieces of size 0 left out),
+  RLC_G last: the ucode at ucode_array_offset_bytes."""
+  _, _, major, minor, _, _, _, size, array_at, _ = _common_header(data, name, "an RLC header")
+  if major != 2 or minor not in RLC_HEADER_END: raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, tg reads RLC headers 2.0 to 2.4")
+  if len(data) < RLC_HEADER_END[minor]: raise FirmwareError(f"{name}: {len(data)} bytes, shorter than its version 2.{minor} header")
+  pieces = []
+  for minors, fw_type, size_at, offset_at in RLC_PIECES:
+    if minor not in minors: continue
+    piece_size, piece_at = struct.unpack_from("<I", data, size_at)[0], struct.unpack_from("<I", data, offset_at)[0]
+    if piece_size: pieces.append((fw_type, _checked_slice(data, piece_at, piece_size, f"firmware type {fw_type:#x}", name)))
+  return [*pieces, (RLC_G, _checked_slice(data, array_at, size, "the RLC_G ucode", name))]
+
+IMU_FIELDS = "<IIII"  # imu_firmware_header_v1_0 after the common header: iram size, iram offset, dram size, dram offset
+
+def imu_images(data: bytes, name: str) -> tuple[bytes, bytes]:
+  """IMU_I and IMU_D of an imu_firmware_header_v1_0 file: the IRAM image at ucode_array_offset_bytes, the DRAM one
+  right after it (amdgpu_ucode_init_single_fw; the header's own offset fields are not used)."""
+  _, _, major, minor, _, _, _, _, array_at, _ = _common_header(data, name, "an IMU header", struct.calcsize(IMU_FIELDS))
+  if major != 1: raise FirmwareError(f"{name}: header version {major}.{minor} at offset 8, an IMU file is 1.x")
+  iram, _, dram, _ = struct.unpack_from(IMU_FIELDS, data, struct.calcsize(COMMON_HEADER))
+  return _checked_slice(data, array_at, iram, "the IRAM image", name), _checked_slice(data, array_at + iram, dram, "the DRAM image", name)

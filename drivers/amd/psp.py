@@ -29,7 +29,7 @@ KM_RING, RING_BYTES, FRAME_BYTES = 2, 0x1000, 64  # amdgpu_psp.h PSP_RING_TYPE__
 # with its status at 864); struct psp_gfx_rb_frame: cmd_buf_addr_lo/hi, cmd_buf_size, fence_addr_lo/hi, fence_value
 CMD_BYTES, CMD_ID_AT, CMD_ARGS_AT, RESP_STATUS_AT = 1024, 8, 28, 864
 FRAME = "<IIIIII"
-GFX_CMD_ID_SETUP_TMR, GFX_CMD_ID_LOAD_IP_FW = 0x5, 0x6  # psp_gfx_if.h enum psp_gfx_cmd_id
+GFX_CMD_ID_SETUP_TMR, GFX_CMD_ID_LOAD_IP_FW, GFX_CMD_ID_AUTOLOAD_RLC = 0x5, 0x6, 0x21  # psp_gfx_if.h enum psp_gfx_cmd_id
 GFX_FW_TYPE_SMU, GFX_FW_TYPE_SDMA_UCODE_TH0, GFX_FW_TYPE_SDMA_UCODE_TH1 = 18, 71, 72  # psp_gfx_if.h enum psp_gfx_fw_type
 TMR_VIRT_PHY_ADDR = 1 << 1  # psp_gfx_cmd_setup_tmr.bitfield.virt_phy_addr: the buffer address is a GPU (MC) address
 WAIT_S = 1.0                 # psp_v13_0_wait_for_bootloader: 10 tries of psp_wait_for's 100 ms
@@ -119,6 +119,10 @@ class CommandRing:
     self.gpu.vram_write(staging, blob)
     mc = self.vram_start + staging
     self.submit(GFX_CMD_ID_LOAD_IP_FW, struct.pack("<IIII", mc & 0xFFFFFFFF, mc >> 32, len(blob), fw_type), f"load firmware of type {fw_type}")
+
+  def autoload_rlc(self) -> None:
+    """Start the RLC once GC's firmware is loaded (amdgpu_psp.c psp_rlc_autoload_start: a command with no fields)."""
+    self.submit(GFX_CMD_ID_AUTOLOAD_RLC, b"", "start the RLC's autoload")
 
 def smu_and_sdma_firmware(mp1_version: tuple[int, int, int], sdma_version: tuple[int, int, int], system=real_system) -> list[tuple[int, bytes]]:
   """(psp_gfx_fw_type, image) of the SMU's and SDMA's firmware from AMD_FIRMWARE_DIR, in the order amdgpu loads them

@@ -2,6 +2,7 @@
 of the queue GRBM_GFX_CNTL selects, written directly (gfx_v11_0.c gfx_v11_0_kiq_init_register's order, ACTIVE
 last). Its rules, from amdgpu's side:
 - compute queues live on ME 1 (MEC 0; ME 0 is the graphics engine: gfx_v11_0_compute_ring_init sets me = mec + 1);
+- a queue runs only once the RLC booted (gfx_v11_0_hw_init waits for its autoload before gfx_v11_0_cp_resume);
 - a pipe runs only once the PSP loaded the RS64 MEC image and that pipe's stack (psp_gfx_if.h RS64_MEC,
   RS64_MEC_P<n>_STACK; gfx_v11_0_init_microcode), its program counter starts where the firmware's header says
   (gfx_v11_0_config_gfx_rs64: CP_MEC_RS64_PRGRM_CNTR_START), and CP_MEC_RS64_CNTL has MEC_HALT and the pipe's
@@ -35,10 +36,11 @@ class MEC:
   """`gpu_of(vmid)`: the model's memory view of a VMID; `doorbells`: the doorbell BAR's memory; `loaded(fw_type)`:
   the image the PSP loaded of a type (None if none); `firmware`: the RS64 MEC image and stack the model's MEC runs,
   and `start`: its program counter start (the file header's ucode_start_addr); `watch(queue)`: sets up the checks of
-  a new queue's doorbell (the HDP rule)."""
+  a new queue's doorbell (the HDP rule); `rlc_booted()`: whether the RLC runs."""
   def __init__(self, gpu_of: Callable[[int], GPU], doorbells: memoryview, loaded: Callable[[int], bytes | None],
-               firmware: tuple[bytes, bytes], start: int, watch: Callable[[Queue], None]):
+               firmware: tuple[bytes, bytes], start: int, watch: Callable[[Queue], None], rlc_booted: Callable[[], bool]):
     self.gpu_of, self.doorbells, self.loaded, self.firmware, self.start, self.watch = gpu_of, doorbells, loaded, firmware, start, watch
+    self.rlc_booted = rlc_booted
     self.regs = {GRBM_GFX_CNTL: 0, RS64_CNTL: MEC_HALT | 0xF << PIPE_RESET_SHIFT, DOORBELL_RANGE_LOWER: 0, DOORBELL_RANGE_UPPER: 0,
                  PQ_WPTR_POLL_CNTL: 0, PQ_STATUS: 0}
     self.program_counter: dict[int, int] = {}        # pipe -> its PRGRM_CNTR_START (64-bit, in dwords)
@@ -85,6 +87,7 @@ class MEC:
   def start_problem(self, where: tuple[int, int, int], bank: dict[int, int]) -> str | None:
     me, pipe, _ = where
     if me != COMPUTE_ME: return f"ME {me} is not the compute micro engine (MEC 0 is ME 1)"
+    if not self.rlc_booted(): return "the RLC hasn't booted (no AUTOLOAD_RLC after all of GC's firmware)"
     if self.loaded(RS64_MEC) != self.firmware[0]: return "the PSP has not loaded the RS64 MEC firmware (GFX_FW_TYPE_RS64_MEC)"
     if self.loaded(RS64_MEC_P0_STACK + pipe) != self.firmware[1]: return f"the PSP has not loaded pipe {pipe}'s stack (GFX_FW_TYPE_RS64_MEC_P{pipe}_STACK)"
     if self.program_counter.get(pipe) != self.start: return f"pipe {pipe}'s CP_MEC_RS64_PRGRM_CNTR_START is {self.program_counter.get(pipe, 0):#x}, the firmware starts at {self.start:#x}"

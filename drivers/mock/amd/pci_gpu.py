@@ -13,6 +13,7 @@ from drivers.mock.amd.gpu import ARCHS, GPU, GPUFault, Queue, Region
 from drivers.mock.amd.ih import IHModel
 from drivers.mock.amd.mec import MEC
 from drivers.mock.amd.psp import PSPModel
+from drivers.mock.amd.rlc import RLCModel
 from drivers.mock.amd.sdma_queues import SDMAQueues
 from drivers.mock.amd.smu import SMUModel
 
@@ -78,14 +79,16 @@ class AMDPCIGPU:
     self.lock, self.gpus, self.hdp_flushes, self.doorbell_moves, self.flush_base = threading.RLock(), {}, 0, 0, None
     self.hub = GFXHub(self.vram, self.install)
     self.ih = IHModel(self.write_vram, FB_BASE, vram_mib << 20)
-    self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.watch)
+    self.rlc = RLCModel(lambda: self.psp.ip_firmware, lambda: self.psp.autoloads, firmware_files.gfx_images())
+    self.mec = MEC(self.gpu_of, doorbells.memory, self.loaded, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK), firmware_files.MEC_START >> 2, self.watch,
+                   lambda: self.rlc.booted)
     self.sdma = SDMAQueues(self.gpu_of, doorbells.memory, self.loaded, firmware_files.SDMA_THREADS, self.watch)
     gc = base["GC"]
     # register -> (the model answering it, its name there)
     self.hooks = {**{base["MP0"][0] + offset: (self.psp, offset) for offset in self.psp.regs}, **{base["MP1"][0] + offset: (self.smu, offset) for offset in self.smu.regs},
                   **{gc[0] + offset: (self.hub, offset) for offset in self.hub.regs},
                   **{base["OSSSYS"][0] + offset: (self.ih, offset) for offset in self.ih.regs},
-                  **{gc[seg] + offset: (model, (seg, offset)) for model in (self.mec, self.sdma) for seg, offset in model.registers()}}
+                  **{gc[seg] + offset: (model, (seg, offset)) for model in (self.mec, self.sdma, self.rlc) for seg, offset in model.registers()}}
     self.hdp_remap = base["NBIF"][2] + REMAP_HDP_MEM_FLUSH_CNTL
     self.function = PCIFunction(0x1002, 0x744C, 0x030000, 0xC8, bars={0: Bar(256 << 20, memory=self.vram[:256 << 20]), 2: doorbells,
                                                                      5: Bar(1 << 20, wide=False, registers=self)})

@@ -38,9 +38,69 @@ def until(condition, seconds: float = 5.0) -> bool:
 
 def test_bring_up_loads_each_firmware_through_the_psp_in_amdgpus_order(machine):
   am, model = brought_up(machine)
-  assert [t for t, _ in model.psp.ip_firmware] == [18, 71, 72, 89, 94, 95, 96, 97]  # SMU, SDMA TH0/TH1, RS64 MEC, its four stacks
-  assert dict(model.psp.ip_firmware)[89] == firmware_files.MEC_IMAGE and model.problems == []
+  # psp_gfx_if.h types in amdgpu's order (SMU before the TMR, then AMDGPU_UCODE_ID order): SMU; SDMA TH0, TH1; RS64 PFP,
+  # ME, MEC ucodes; PFP's 2, ME's 2, MEC's 4 pipe stacks; IMU_I, IMU_D; the RLC's restore lists (SRM_CNTL, GPM, SRM),
+  # IRAM, DRAM_BOOT; RLC_G; then AUTOLOAD_RLC once, after all of them
+  assert [t for t, _ in model.psp.ip_firmware] == [0x12, 0x47, 0x48, 0x57, 0x58, 0x59, 0x5A, 0x5B, 0x5C, 0x5D, 0x5E, 0x5F, 0x60, 0x61,
+                                                   0x44, 0x45, 0x16, 0x14, 0x15, 0x1A, 0x30, 0x08]
+  assert model.psp.autoloads == [len(model.psp.ip_firmware)] and model.rlc.booted
+  assert dict(model.psp.ip_firmware)[0x59] == firmware_files.MEC_IMAGE and model.problems == []
   assert am.smu_version == (0x4E, 0x41, 0x00)
+
+def rlc_file(minor: int, pieces: dict[int, tuple[int, bytes]]) -> bytes:
+  """An rlc_firmware_header_v2_<minor> file built by hand: RLC_G's ucode at 0x100, then each piece at its own offset;
+  `pieces` maps the byte offset of a piece's size field to (its fw type, its bytes)."""
+  end = {0: 0x68, 1: 0x9C, 2: 0xAC, 3: 0xCC, 4: 0xF4}[minor]
+  head, body = bytearray(0x100), b"RLC_G ucode " * 3
+  for size_at, (_, piece) in pieces.items():
+    struct.pack_into("<II", head, size_at, len(piece), 0x100 + len(body))  # each size field is followed by its offset field
+    body += piece
+  struct.pack_into("<IIHHHHIIII", head, 0, 0x100 + len(body), end, 2, minor, 11, 0, 1, 36, 0x100, 0)
+  return bytes(head) + body
+
+@pytest.mark.parametrize("minor", [0, 1, 2, 3, 4])
+def test_rlc_files_give_the_pieces_their_header_version_has_rlc_g_last(minor):
+  """amdgpu_gfx_rlc_init_microcode: v2.1's restore lists and v2.2's IRAM/DRAM from every later version, v2.3's RLC_P
+  and RLC_V and v2.4's tap delays only from exactly that version (a v2.4 file's RLC_P is never loaded)."""
+  every = {0x74: (0x16, b"cntl" * 3), 0x84: (0x14, b"gpm " * 2), 0x94: (0x15, b"srm " * 5), 0x9C: (0x1A, b"iram" * 4), 0xA4: (0x30, b"dram" * 2),
+           0xB4: (0x19, b"rlcp" * 2), 0xC4: (0x07, b"rlcv" * 2), 0xCC: (0x1B, b"gtap"), 0xD4: (0x1C, b"tap0"), 0xDC: (0x1D, b"tap1"),
+           0xE4: (0x41, b"tap2"), 0xEC: (0x42, b"tap3")}
+  blob = rlc_file(minor, {at: p for at, p in every.items() if at < {0: 0x68, 1: 0x9C, 2: 0xAC, 3: 0xCC, 4: 0xF4}[minor]})
+  want = {0: [], 1: [0x16, 0x14, 0x15], 2: [0x16, 0x14, 0x15, 0x1A, 0x30], 3: [0x16, 0x14, 0x15, 0x1A, 0x30, 0x19, 0x07],
+          4: [0x1B, 0x1C, 0x1D, 0x41, 0x42, 0x16, 0x14, 0x15, 0x1A, 0x30]}[minor]
+  images = firmware.rlc_images(blob, "gc_11_0_0_rlc.bin")
+  assert [t for t, _ in images] == want + [0x08] and images[-1][1] == b"RLC_G ucode " * 3
+  assert all(image == dict(every.values())[t] for t, image in images[:-1])
+
+def test_an_rlc_file_of_another_version_or_cut_short_is_refused():
+  with pytest.raises(firmware.FirmwareError, match="header version 2.5 at offset 8"): firmware.rlc_images(rlc_file(2, {})[:8] + struct.pack("<HH", 2, 5) + rlc_file(2, {})[12:], "rlc")
+  with pytest.raises(firmware.FirmwareError, match=r"firmware type 0x1a \(4000 bytes at offset 400\) runs past the end"):
+    blob = bytearray(rlc_file(2, {}))
+    struct.pack_into("<II", blob, 0x9C, 4000, 400)
+    firmware.rlc_images(bytes(blob), "rlc")
+
+def test_the_imu_file_splits_at_its_iram_size():
+  blob = firmware_files.files()["gc_11_0_0_imu.bin"]
+  assert firmware.imu_images(blob, "imu") == (firmware_files.IMU_IRAM, firmware_files.IMU_DRAM)
+
+@pytest.mark.parametrize("breakage", ["autoload before RLC_G", "no IMU", "no autoload"])
+def test_without_a_full_autoload_the_rlc_never_boots_and_no_queue_starts(machine, monkeypatch, breakage):
+  """Wrong drivers: AUTOLOAD_RLC sent before the RLC's last piece, the IMU's images left out, or no AUTOLOAD_RLC at all.
+  Bring-up waits for RLC_RLCS_BOOTLOAD_STATUS and fails naming it; a queue mapped anyway doesn't start."""
+  real_load, real_autoload = am_module.psp.CommandRing.load_ip_firmware, am_module.psp.CommandRing.autoload_rlc
+  def load(ring, fw_type, staging, blob):
+    if breakage == "no IMU" and fw_type in (firmware.IMU_I, firmware.IMU_D): return
+    if breakage == "autoload before RLC_G" and fw_type == firmware.RLC_G: real_autoload(ring)
+    real_load(ring, fw_type, staging, blob)
+  monkeypatch.setattr(am_module.psp.CommandRing, "load_ip_firmware", load)
+  monkeypatch.setattr(am_module.psp.CommandRing, "autoload_rlc", lambda ring: None if breakage != "no IMU" else real_autoload(ring))
+  monkeypatch.setattr(am_module, "RLC_WAIT_S", 0.05)
+  system, model = machine
+  with pytest.raises(am_module.AMError, match="the RLC didn't boot within 0.05 s of AUTOLOAD_RLC: RLC_RLCS_BOOTLOAD_STATUS 0x00000000"): brought_up(machine)
+  assert not model.rlc.booted
+  model.mec.write(am_queues.GRBM_GFX_CNTL, 1 << 2)  # a queue on ME 1 mapped anyway
+  model.mec.write((0, 0x1FAB), 1)
+  assert "the RLC hasn't booted" in model.mec.problems[-1]
 
 def test_rs64_files_split_as_their_header_says():
   blob = firmware_files.files()["gc_11_0_0_mec.bin"]
@@ -281,7 +341,7 @@ def mec_model(loaded=None):
   gpu = GPU(ARCHS["gfx1100"], 1, threading.RLock(), lambda *a: None, lambda *a: None)
   images = {89: firmware_files.MEC_IMAGE, **{94 + p: firmware_files.MEC_STACK for p in range(4)}}
   return MEC(lambda vmid: gpu, memoryview(bytearray(4096)), (images if loaded is None else loaded).get, (firmware_files.MEC_IMAGE, firmware_files.MEC_STACK),
-             firmware_files.MEC_START >> 2, lambda q: None)
+             firmware_files.MEC_START >> 2, lambda q: None, lambda: True)
 
 def write_to(model): return lambda reg, value: model.write(reg, value)
 
