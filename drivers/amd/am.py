@@ -1,14 +1,14 @@
-"""AM: an RDNA3 GPU brought up from userspace with no kernel driver (a PCI function with nothing bound, reached
-through sysfs; DEV=PCI+AMD, or DEV=MOCKPCI+AMD against drivers/mock/amd/pci_gpu.py). In amdgpu's order: the IP
-discovery table; the PSP's secure OS and its ring, the SMU's firmware, the trusted memory, then SDMA's and GC's firmware
-(the RS64 PFP, ME and MEC, the IMU, the RLC) through it and the RLC's autoload (amdgpu_psp.c psp_hw_start,
-psp_load_non_psp_fw); the HDP flush register moved into BAR 5
-(nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the interrupt ring, which tg polls for
-the GPU's faults (ih.py); the MEC started; a compute queue and an SDMA queue mapped (am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel
-arguments, staging buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes
-visible to the GPU; `close` leaves the GPU for the next process. Behind the USB bridge the CPU's part of video memory
-is a mirror (drivers/usb/mirrored_bar.py) that the HDP flush first brings up to date, and system pages map the
-bridge's SRAM. Not done yet (issue 17): MES, VMID 0's GART, a GPU reset."""
+"""AM: an RDNA3 GPU brought up from userspace with no kernel driver (a PCI function with nothing bound, reached through
+sysfs; DEV=PCI+AMD, or DEV=MOCKPCI+AMD against drivers/mock/amd/pci_gpu.py). In amdgpu's order: the IP discovery table;
+the PSP's secure OS and its ring, the SMU's firmware, the trusted memory, then SDMA's and GC's firmware (the RS64 PFP,
+ME and MEC, the IMU, the RLC) through it and the RLC's autoload (amdgpu_psp.c psp_hw_start, psp_load_non_psp_fw); the
+HDP flush register moved into BAR 5 (nbio_v4_3.c nbio_v4_3_remap_hdp_registers); one VMID's page tables (gmc.py); the
+interrupt ring, which tg polls for the GPU's faults (ih.py); the MEC started; a compute queue and an SDMA queue mapped
+(am_queues.py). Everything lives in video memory: what the CPU touches (rings, signals, kernel arguments, staging
+buffers, page tables) in the part BAR 0 shows it, after which an HDP flush makes its writes visible to the GPU; `close`
+leaves the GPU for the next process. Behind the USB bridge the CPU's part of video memory is a mirror
+(drivers/usb/mirrored_bar.py) that the HDP flush first brings up to date, and system pages map the bridge's SRAM. Not
+done yet (issue 17): MES, VMID 0's GART, a GPU reset."""
 from __future__ import annotations
 import numpy as np
 from drivers import system as sysmod
@@ -102,8 +102,9 @@ class AM:
     ring.setup_tmr(tmr, TMR_BYTES)
     for fw_type, image in images + self.gfx_firmware(): ring.load_ip_firmware(fw_type, PSP_STAGING, image)
     ring.autoload_rlc()  # right after RLC_G, as psp_load_non_psp_fw does
-    if not (booted := wait_for(lambda: (self.gc_read(RLC_BOOTLOAD_STATUS), self.gc_read(CP_STAT)), lambda v: v[0] & BOOTLOAD_COMPLETE and not v[1], RLC_WAIT_S))[0]:
-      raise AMError(f"the RLC didn't boot within {RLC_WAIT_S} s of AUTOLOAD_RLC: RLC_RLCS_BOOTLOAD_STATUS {booted[1][0]:#010x}, CP_STAT {booted[1][1]:#x}")
+    status = lambda: (self.gc_read(RLC_BOOTLOAD_STATUS), self.gc_read(CP_STAT))
+    booted, (bootload, cp_stat) = wait_for(status, lambda v: v[0] & BOOTLOAD_COMPLETE and not v[1], RLC_WAIT_S)
+    if not booted: raise AMError(f"the RLC didn't boot within {RLC_WAIT_S} s of AUTOLOAD_RLC: RLC_RLCS_BOOTLOAD_STATUS {bootload:#010x}, CP_STAT {cp_stat:#x}")
     self.smu_version = smu.version(self.gpu, mp1)
 
   def gfx_firmware(self) -> list[tuple[int, bytes]]:
