@@ -12,8 +12,8 @@
 - DEV=MOCKUSB+AMD: the AM driver behind the ASM24xx USB bridge (no amdgpu.ko: PSP firmware loads, page tables, HQD
   and SDMA registers, every register and ring word a PCIe TLP through the bridge model, signals in its SRAM, copies
   through its SCSI WRITE window) on the op suites, the JIT and HCQ tests (the MOCK+AMD run leaves gfx1100's op suites
-  other than the elementwise one to this run: same kernels, same shader core); DEV=MOCKPCI+AMD, the same driver over
-  bare PCI with video memory mapped, on the elementwise, JIT and HCQ tests.
+  other than the elementwise one to these runs: same kernels, same shader core); DEV=MOCKPCI+AMD, the same driver over
+  bare PCI with video memory mapped, on the same suites.
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
 - DEV=MOCK+QCOM and DEV=MOCK+QCOM::a740: the QCOM driver (kgsl, CP packets) against the kgsl/CP model, whose shader
@@ -51,7 +51,7 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         # and of gfx1101 (RDNA3's ISA for LLVM's gfx1101 target, on a smaller GPU's topology)
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCKUSB+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the AM driver behind the USB bridge
-        "MOCKPCI+AMD": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the same over bare PCI
+        "MOCKPCI+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the same over bare PCI
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         # QCOM: every op suite, the JIT and IMAGE=1 on the a6xx model and on the a7xx one (its registers, CP_EVENT_WRITE7)
