@@ -223,7 +223,8 @@ def test_viz_off_exits_at_once_and_viz_minus_one_saves(tmp_path):
 def test_module_serves_a_saved_file_until_interrupted(recorded, tmp_path):
   doc, _ = recorded
   path = trace_file.save(doc, str(tmp_path / "saved.json"))
-  proc = subprocess.Popen([sys.executable, "-m", "tg.viz", path, "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  proc = subprocess.Popen([sys.executable, "-m", "tg.viz", path, "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=_ctrl_c_as_in_a_terminal)
   try:
     port = _serving(proc)
     assert json.loads(_get(port, "/api/kernels")[2])["runs"] == doc["tg"]["runs"]
@@ -231,6 +232,12 @@ def test_module_serves_a_saved_file_until_interrupted(recorded, tmp_path):
     out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0 and "VIZ: stopped" in out
   finally: proc.kill() if proc.poll() is None else None
+
+def _ctrl_c_as_in_a_terminal() -> None:
+  """In the child: SIGINT's default action, as a shell gives a program. A process started while SIGINT is ignored
+  inherits that, and Python then never raises KeyboardInterrupt, so the child would serve on: the whole suite's process
+  was seen with SIGINT ignored by the time these tests ran (what ignores it there is not known yet)."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 def _serving(proc: subprocess.Popen) -> int:
   """The port a VIZ server says it serves on (its first line of output)."""
@@ -241,7 +248,7 @@ def _serving(proc: subprocess.Popen) -> int:
 def test_viz_one_serves_at_exit_until_interrupted(tmp_path):
   code = "from tg import Tensor; (Tensor([1.0, 2.0]) * 2).realize()"
   proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "VIZ": "1", "VIZ_PORT": "0", "TMPDIR": str(tmp_path)},
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal)
   try:
     port = _serving(proc)
     assert [r["kind"] for r in json.loads(_get(port, "/api/kernels")[2])["runs"]] == ["kernel"]
