@@ -2,7 +2,7 @@
 over TLPs, the video-memory mirror sending only what changed, signals the GPU writes into the bridge's SRAM, SCSI
 WRITE's data reaching video memory through SDMA, and for each rule the bridge and hub models keep a driver that
 breaks it. The whole device (DEV=MOCKUSB+AMD) runs the op and JIT suites in tests/tg/test_on_other_devices.py."""
-import errno, os, re, struct, subprocess, sys, time
+import errno, os, re, struct, subprocess, sys
 import numpy as np
 import pytest
 import usb.core
@@ -17,8 +17,7 @@ from drivers.usb import asm24
 from drivers.usb.asm24 import COPY_WINDOW, SIGNAL_WINDOW, ASM24Bridge, BridgedFunction, find_bridges
 from drivers.usb.bulk_only import USBError
 from drivers.usb.mirrored_bar import MirroredBar
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from tests.drivers.amd.test_am import ROOT, until
 
 @pytest.fixture
 def bridged():
@@ -31,13 +30,6 @@ def bridged():
   am = AM(PCIGPU(function), system, MirroredBar(function.bar(VRAM_BAR), bar_size(function, VRAM_BAR)[0]))
   yield am, bridge, model
   model.gpu.stop()
-
-def until(condition, seconds: float = 5.0) -> bool:
-  deadline = time.monotonic() + seconds
-  while not condition():
-    if time.monotonic() > deadline: return False
-    time.sleep(0.001)
-  return True
 
 def run_compute(am, words: list[int]) -> None:
   ring, pointers, eop, mqd = (VA_BASE + am.alloc(n, True)[0] for n in (1 << 16, 4096, 4096, 4096))
