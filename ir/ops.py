@@ -31,6 +31,7 @@ class Ops(enum.Enum):
   DEFINE_LOCAL = enum.auto(); BARRIER = enum.auto(); IF = enum.auto(); ENDIF = enum.auto(); VECTORIZE = enum.auto(); GEP = enum.auto()
   WMMA = enum.auto()  # a tensor-core step D = A @ B + C (src A, B, C fragments; wgmma: A, B's shared buffer, C, B's byte offset)
   def __repr__(self) -> str: return f"Ops.{self.name}"
+  __hash__ = object.__hash__  # members are singletons; Enum's own hash (of the name, in Python) is the hottest call in lowering
 
 # VALID(view) with this arg guards a load that already reads zero where the view is invalid (stored padding): the
 # condition isn't needed for the value, it only tells a reduction which of its steps add nothing

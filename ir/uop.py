@@ -1,15 +1,21 @@
 """UOp: the immutable, hash-consed node every layer of tg speaks (tensor graphs, kernel ASTs, linear programs)."""
 from __future__ import annotations
-import functools, math, weakref
+import _weakref, functools, math, weakref
 from typing import Any
 from ir.dtype import DType, dtypes, as_const, truncate
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, COMPARISON, exec_alu
 
 _UNSET = object()
+_set = object.__setattr__  # UOps are immutable: their own __setattr__ refuses
 
 def _cache_key(op: Ops, dtype: DType, src: tuple, arg: Any) -> tuple:
   # 0.0 == -0.0 in Python, but they are different constants
   return (op, dtype, src, arg, math.copysign(1.0, arg)) if type(arg) is float else (op, dtype, src, arg)
+
+# every live node by its key: a plain dict of weak references (WeakValueDictionary's get is Python code, and this is the
+# lowering's most frequent lookup); a freed node's entry goes when its reference dies, unless a new node took the key
+_ucache: dict[tuple, weakref.KeyedRef] = {}
+def _forget(ref: weakref.KeyedRef) -> None: _weakref._remove_dead_weakref(_ucache, ref.key)
 
 SMALL_INT = 1 << 12  # integer constants of less magnitude are kept once made (at most 8192 per dtype): index arithmetic makes them by the hundred thousand
 _small_ints: dict[tuple[DType, int], UOp] = {}
@@ -17,14 +23,14 @@ _small_ints: dict[tuple[DType, int], UOp] = {}
 class UOp:
   """A node (op, dtype, src, arg). Two structurally equal nodes are the same object, so `is` and `==` mean equality."""
   __slots__ = ("op", "dtype", "src", "arg", "_shape", "_bounds", "_device", "__weakref__")
-  _ucache: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
 
   def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None):
     key = _cache_key(op, dtype, src, arg)
-    if (ret := UOp._ucache.get(key)) is not None: return ret
+    if (ref := _ucache.get(key)) is not None and (ret := ref()) is not None: return ret
     ret = super().__new__(cls)
-    for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("_shape", None), ("_bounds", None), ("_device", _UNSET)): object.__setattr__(ret, k, v)
-    UOp._ucache[key] = ret
+    _set(ret, "op", op); _set(ret, "dtype", dtype); _set(ret, "src", src); _set(ret, "arg", arg)
+    _set(ret, "_shape", None); _set(ret, "_bounds", None); _set(ret, "_device", _UNSET)
+    _ucache[key] = weakref.KeyedRef(ret, _forget, key)
     return ret
   def __setattr__(self, name, value): raise AttributeError(f"UOp is immutable (tried to set {name})")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
