@@ -15,7 +15,7 @@ def features(arch: str) -> str:
 
 def compile_for(arch: str, src: str) -> bytes:
   """The code object of LLVM IR `src` for `arch` (what a compile worker process runs, codegen/compile_workers.py)."""
-  obj = llvm_compiler.compile_for(TRIPLE, arch, features(arch), src, llvm_unrolls=True)  # GPU code keeps it: untimed on real AMD GPUs
+  obj = llvm_compiler.compile_for(TRIPLE, arch, features(arch), src, full_pipeline=True)  # GPU code keeps O3: untimed on real AMD GPUs
   try: return link(obj)
   except ValueError as e: raise CompileError(f"linking the {arch} code object: {e}") from None
 
@@ -34,4 +34,4 @@ class AMDGPUCompiler(Compiler):
 
   def disassemble(self, src: str, lib: bytes) -> str:
     """LLVM's assembly listing of the same module (the code object holds exactly this code)."""
-    with llvm_compiler._lock: return self.machine.emit_assembly(llvm_compiler._optimized(self.machine, src, llvm_unrolls=True))
+    with llvm_compiler._lock: return self.machine.emit_assembly(llvm_compiler._optimized(self.machine, src, full_pipeline=True))

@@ -49,7 +49,7 @@ def built(request):
   out = {}
   for label, ast, opts in PROGRAMS:
     spec = get_program(ast, renderer, opts)
-    with llvm_compiler._lock: obj = machine.emit_object(llvm_compiler._optimized(machine, spec.src, llvm_unrolls=True))
+    with llvm_compiler._lock: obj = machine.emit_object(llvm_compiler._optimized(machine, spec.src, full_pipeline=True))
     out[label] = (spec, compiler.compile(spec.src), obj)
   return arch, compiler, out
 
@@ -197,7 +197,7 @@ def test_kernels_needing_inputs_the_driver_lacks_are_refused():
 
 def relocatable(arch: str = "gfx1100") -> bytes:
   spec = get_program(PROGRAMS[0][1], AMDGPURenderer(arch))
-  return llvm_compiler.compile_for(TRIPLE, arch, features(arch), spec.src, llvm_unrolls=True)
+  return llvm_compiler.compile_for(TRIPLE, arch, features(arch), spec.src, full_pipeline=True)
 
 def with_relocation_type(obj: bytes, kind: int) -> bytes:
   """obj with the type of its one kernel-descriptor relocation (.rela.rodata, R_AMDGPU_REL64) replaced."""
