@@ -45,7 +45,8 @@ def peak_ir(lanes: int, steps: int) -> str:
   """An entry (tg's argv ABI) that runs `steps` x CHAINS vector FMAs on registers per iteration and stores their sum."""
   v = f"<{lanes} x float>"
   acc = [f"%acc{c}" for c in range(CHAINS)]
-  phis = [f"  {a} = phi {v} [splat (float 1.0), %outer], [{a}.n, %inner]" for a in acc]
+  # each chain starts from its own value: chains alike in every step are one chain to a compiler that finds equal phis
+  phis = [f"  {a} = phi {v} [splat (float {1 + c / 16}), %outer], [{a}.n, %inner]" for c, a in enumerate(acc)]
   fmas = [f"  {a}.n = call {v} @llvm.fma.v{lanes}f32({v} {a}, {v} splat (float 0.5), {v} splat (float 0.25))" for a in acc]
   sums = [f"  %s{c} = fadd {v} %s{c - 1}, {acc[c]}.n" if c else f"  %s0 = fadd {v} zeroinitializer, %acc0.n" for c in range(CHAINS)]
   return "\n".join([f"declare {v} @llvm.fma.v{lanes}f32({v}, {v}, {v})",
