@@ -88,6 +88,8 @@ class Lowerer:
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
     self.topo_memo: dict[UOp, list[UOp]] = {}  # _value's walk of a node: the same for every index it is lowered at
+    self.moving: dict[UOp, list[int]] = {}     # the axes along which each view reads different places
+    self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
@@ -376,10 +378,16 @@ class Lowerer:
                  for a, (i, t) in enumerate(zip(idxs, self.k.axis_types)))
 
   def _index(self, view: UOp, at: tuple[UOp, ...]) -> tuple[UOp, UOp]:
+    """(offset, validity) of `view` at `at`; computed once for all places that differ only along axes the view ignores
+    (the lanes and tiles of an upcast kernel mostly do)."""
     st = self.view_st[view]
+    if (moves := self.moving.get(view)) is None: moves = self.moving[view] = sorted(moving_axes(st.views[-1]))
+    key = (view, *(at[a] for a in moves))
+    if (hit := self.index_memo.get(key)) is not None: return hit
     idx, valid = st.to_uops(list(at), self.idx_dtype)
-    if len(st.views) == 1: return idx, valid  # one view gives a canonical sum and only necessary conditions
-    return simplify(idx), simplify(valid)
+    if len(st.views) > 1: idx, valid = simplify(idx), simplify(valid)  # one view gives a canonical sum and only necessary conditions
+    self.index_memo[key] = (idx, valid)
+    return idx, valid
 
   def _value(self, node: UOp, at: tuple[UOp, ...], upcast: dict[int, UOp], tc_elem: int = 0) -> UOp:
     """The UOp computing `node` at index `at` (unrolled axes are constants in `at`); a reduction computed by tensor
