@@ -121,6 +121,7 @@ class CPUQueue(SoftwareQueue):
 
 class CPUDevice(HCQCompiled):
   """Kernels run on the compute engine's worker thread (and the thread pool it splits them over)."""
+  engines_notify = True
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "CPU")
     if target.renderer not in ("", "LLVM"): raise ValueError(f"CPU has no renderer {target.renderer!r} (known: LLVM)")

@@ -180,6 +180,7 @@ class PythonProgram(HCQProgram):
 
 class PythonDevice(HCQCompiled):
   """Programs are interpreted on the compute engine's worker thread."""
+  engines_notify = True
   def __init__(self, device: str):
     super().__init__(device, HostAllocator(), PythonRenderer(), PythonCompiler(), lambda name, lib, spec: PythonProgram(self, name, lib, spec),
                      SoftwareQueue, SoftwareCopyQueue)

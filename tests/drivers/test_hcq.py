@@ -8,6 +8,7 @@ from ir.dtype import dtypes
 from ir.uop import UOp
 from ir.switches import Context
 from drivers.device import Buffer, Device
+from drivers import hcq
 from drivers.hcq import HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -112,6 +113,25 @@ def test_bounded_submission_waits_for_space():
   gate.value = 1
   assert submitted.wait(2)
   seen.wait(3, timeout_ms=2000)
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_a_wait_for_a_software_engine_sleeps_until_the_engine_signals(name, monkeypatch):
+  """A waiter past its spinning sleeps on the condition the engines notify: it wakes once, when the engine writes (a
+  poller would wake every few tens of microseconds; a waiter the engine didn't wake would sleep NOTIFIED_SLEEP_S)."""
+  monkeypatch.setattr(hcq, "NOTIFIED_SLEEP_S", 60.0)
+  dev = Device[name]
+  gate, done = dev.new_signal("gate"), dev.new_signal("done")
+  dev.compute_queue().wait(gate, 1).signal(done, 1).submit(dev)
+  sleeps = []
+  sleep = done.idle
+  done.idle = lambda: (sleeps.append(1), sleep())
+  waiter = threading.Thread(target=done.wait, args=(1,))
+  waiter.start()
+  time.sleep(0.1)  # the waiter spins a millisecond or two, then sleeps
+  dev.copy_queue().signal(gate, 1).submit(dev)  # the copy engine's write wakes the compute engine, whose write wakes the waiter
+  waiter.join(timeout=30)
+  assert not waiter.is_alive(), "the engine's write didn't wake the waiter"
+  assert done.value == 1 and 1 <= len(sleeps) <= 3, f"the waiter slept {len(sleeps)} times"
 
 def test_profile_records_kernels(tmp_path):
   from tg import Tensor
