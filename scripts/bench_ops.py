@@ -1,14 +1,15 @@
-"""Kernel speed on this CPU: tg (heuristics, and BEAM=2) next to numpy and, when installed, PyTorch, measured in the
-same run, as GFLOPS or GB/s with tg/numpy ratios and, for GFLOPS cases, the fraction of this CPU's fp32 peak (measured
-first with register-only FMA chains on tg's threads); plus the median build time (optimize + lower + compile) per
-kernel. Each side is timed after a pause, so another library's worker threads that spin after a call (OpenBLAS's,
-OpenMP's) have gone idle. Switches: REPEAT (timed runs per case, default 5), SIZES (matmul sizes, default
-256,512,1024,2048,4096)."""
+"""Kernel speed on this CPU: tg (heuristics eagerly, the same under TinyJit, and BEAM=2) next to numpy and, when
+installed, PyTorch, measured in the same run, as GFLOPS or GB/s with tg/numpy ratios and, for GFLOPS cases, the
+fraction of this CPU's fp32 peak (measured first with register-only FMA chains on tg's threads); plus the median
+build time (optimize + lower + compile) per kernel. The eager column pays for building and scheduling the graph at
+every call; the JIT column is the kernels and their launch. Each side is timed after a pause, so another library's
+worker threads that spin after a call (OpenBLAS's, OpenMP's) have gone idle. Switches: REPEAT (timed runs per case,
+default 5), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tg import Tensor, Context, Device
+from tg import Tensor, Context, Device, TinyJit
 from tg.realize import _runners
 from drivers.elf import LoadedImage
 from ir.switches import NUM_CPU_THREADS
@@ -28,9 +29,12 @@ def best(fn, repeat: int = REPEAT) -> float:
     times.append(time.perf_counter() - st)
   return min(times)
 
-def tg_time(make, beam: int) -> float:
+def tg_time(make, beam: int, jit: bool = False) -> float:
+  """Seconds per call of `make().realize()` (eager: building, scheduling and launching the graph each call) or, with
+  `jit`, of its TinyJit replay (the kernels and their launch only), waiting for the device each time."""
+  realized = TinyJit(lambda: make().realize()) if jit else lambda: make().realize()
   def run():
-    make().realize()
+    realized()
     Device["CPU"].synchronize()
   with Context(BEAM=beam): return best(run)
 
@@ -93,13 +97,14 @@ if __name__ == "__main__":
   exit_on_help(__doc__)
   peak = peak_gflops()
   print(f"fp32 peak of this CPU on {NUM_CPU_THREADS.value} threads (register-only FMA chains): {peak:.1f} GFLOPS")
-  print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg BEAM=2':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'BEAM/numpy':>11s} "
-        f"{'tg/peak':>8s} {'numpy/peak':>11s}", flush=True)
+  print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg JIT':>8s} {'tg BEAM=2':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'JIT/numpy':>10s} "
+        f"{'BEAM/numpy':>11s} {'JIT/peak':>9s} {'numpy/peak':>11s}", flush=True)
   for name, work, unit, make, np_fn, torch_fn in cases():
-    times = tg_time(make, 0), tg_time(make, 2), best(np_fn), torch_time(torch_fn)
-    heur, beam, np_v, torch_v = (work / t / 1e9 if t else None for t in times)
+    times = tg_time(make, 0), tg_time(make, 0, jit=True), tg_time(make, 2), best(np_fn), torch_time(torch_fn)
+    heur, jit, beam, np_v, torch_v = (work / t / 1e9 if t else None for t in times)
     tv = f"{torch_v:8.1f}" if torch_v else f"{'-':>8s}"
-    of_peak = f"{heur / peak:8.0%} {np_v / peak:11.0%}" if unit == "GFLOPS" else ""
-    print(f"{name:18s} {unit:7s} {heur:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {beam / np_v:10.2f}x {of_peak}", flush=True)
+    of_peak = f"{jit / peak:9.0%} {np_v / peak:11.0%}" if unit == "GFLOPS" else ""
+    print(f"{name:18s} {unit:7s} {heur:8.1f} {jit:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {jit / np_v:9.2f}x "
+          f"{beam / np_v:10.2f}x {of_peak}", flush=True)
   builds = sorted(r.build_s for r in _runners.values() if r.search_s < 0.5)  # heuristic kernels (BEAM search time excluded)
   print(f"median build time per kernel (optimize, lower, render, compile): {statistics.median(builds) * 1e3:.0f} ms over {len(builds)} kernels")
