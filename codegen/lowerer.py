@@ -88,7 +88,8 @@ class Lowerer:
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
     self.topo_memo: dict[UOp, list[UOp]] = {}  # _value's walk of a node: the same for every index it is lowered at
-    self.moving: dict[UOp, list[int]] = {}     # the axes along which each view reads different places
+    # the axes along which each view reads different places or changes validity (its outermost view's)
+    self.moving = {view: sorted(moving_axes(st.views[-1])) for view, st in self.view_st.items()}
     self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
@@ -249,7 +250,7 @@ class Lowerer:
     combos = [dict(zip(fixed_axes, vals)) for vals in itertools.product(*(range(k.full_shape[a]) for a in fixed_axes))]
     conditions: dict[tuple, UOp] = {}  # each guard's condition at each distinct place of the tiles and unrolled steps
     for view in dict.fromkeys(guards):
-      moves = moving_axes(self.view_st[view].views[-1])  # axes the outermost view ignores can't change the condition
+      moves = self.moving[view]  # axes the view ignores can't change the condition
       for combo in combos:
         point = tuple(UOp.const(self.idx_dtype, combo[x] if x in moves else 0) if x in combo else i for x, i in enumerate(at_loop))
         if (view, point) not in conditions: conditions[(view, point)] = self._index(view, point)[1]
@@ -380,10 +381,9 @@ class Lowerer:
   def _index(self, view: UOp, at: tuple[UOp, ...]) -> tuple[UOp, UOp]:
     """(offset, validity) of `view` at `at`; computed once for all places that differ only along axes the view ignores
     (the lanes and tiles of an upcast kernel mostly do)."""
-    st = self.view_st[view]
-    if (moves := self.moving.get(view)) is None: moves = self.moving[view] = sorted(moving_axes(st.views[-1]))
-    key = (view, *(at[a] for a in moves))
+    key = (view, *(at[a] for a in self.moving[view]))
     if (hit := self.index_memo.get(key)) is not None: return hit
+    st = self.view_st[view]
     idx, valid = st.to_uops(list(at), self.idx_dtype)
     if len(st.views) > 1: idx, valid = simplify(idx), simplify(valid)  # one view gives a canonical sum and only necessary conditions
     self.index_memo[key] = (idx, valid)
