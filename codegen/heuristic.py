@@ -1,15 +1,17 @@
 """Hand-written optimization choices (used unless NOOPT or BEAM): pick an axis whose loads are contiguous to compute
-as vector lanes (an output axis, or a reduction axis summed lane-wise), tile output axes whose loads can be reused
-across the tile, and unroll short reductions, keeping the accumulators within the register file. On GPUs (targets with
+as vector lanes (an output axis, or a reduction axis summed lane-wise), tile output axes so that each load and cache
+line serves as many FMAs as the register file allows, and unroll short reductions. On GPUs (targets with
 workgroups) output axes become the threads of a workgroup, and a reduction with few outputs is shared by one. An
 axis of symbolic size is never split; estimates take it at its largest."""
 from __future__ import annotations
+import math
 from ir.helpers import prod
 from ir.uop import smax
 from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
-MAX_ACCUMULATORS = 12   # vector accumulators a register tile may hold
+LINE_BYTES = 64         # a cache line
+LINE_COST = 2           # filling a cache line from L2 takes about as long as two loads (a core fills one line a cycle, issues two loads)
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
@@ -77,8 +79,74 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
     cost += sum(per_lane(s) for s in stores) / steps
   return cost
 
-def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
-  """Apply the heuristic's choices to `k` and return them (vector_width: float lanes of the target's registers)."""
+def _tiles(k: Kernel, axes: list[int], budget: int):
+  """Every register tile over `axes` (axis -> amount, each dividing the axis) whose positions fit in `budget`."""
+  if not axes:
+    yield {}
+    return
+  first, rest = axes[0], axes[1:]
+  for amt in range(1, budget + 1):
+    if k.full_shape[first] % amt == 0:
+      for tile in _tiles(k, rest, budget // amt): yield {first: amt, **tile}
+
+def _unrolled_steps(size: int, slides: bool) -> int:
+  """How many steps of the innermost reduction step 4 unrolls into one loop iteration."""
+  if size <= MAX_UNROLL: return size
+  return next((d for d in ((4, 2) if slides else (2,)) if size % d == 0), 1)
+
+def _tile_model(k: Kernel, lanes: int):
+  """A function that estimates, for a register tile, (cost, registers): the cost of one reduction step per vector
+  FMA, in load instructions plus LINE_COST per cache line filled, and the registers the tile's accumulators and
+  operands hold. A tile is the current upcast axes plus more positions along output axes ({axis: amount}).
+  - A load constant along a tile axis is shared by the tile's positions there.
+  - One that slides along a tile axis as it does along the unrolled innermost reduction (a convolution's input
+    along its window) is shared with the next steps, and those steps' values are live together.
+  - Of the other loads, all but the one with the most values stay live while that one streams through a register
+    (a matmul's B vectors stay, its A broadcasts stream).
+  - A load contiguous along the vector lanes is one instruction; any other reads lane by lane.
+  - Each step moves a load by its stride along the innermost reduction: a fresh line per position once that stride
+    spans a line, a fraction of one before.
+  - A load that doesn't move along the reduction (an epilogue's operand) is not part of the step."""
+  reduces = k.axes_of(AxisType.REDUCE)
+  inner = reduces[-1] if reduces else None
+  upcast = {u: k.full_shape[u] for u in k.axes_of(AxisType.UPCAST)}
+  loads = []
+  for view, st in _load_views(k):
+    regular = len(st.views) == 1 and all(isinstance(s, int) for s in st.views[-1].strides)
+    if regular and all(st.views[-1].strides[r] == 0 for r in reduces): continue  # read once per output, after the reduction
+    loads.append((st.views[-1].strides if regular else None, view_itemsize(k, view)))
+  def model(extra: dict[int, int]) -> tuple[float, float]:
+    tile = upcast | extra
+    accumulators = prod(tile.values()) // lanes * max(len(k.reduceops), 1)
+    cost, window_values, values = 0.0, 0.0, []
+    for strides, itemsize in loads:
+      if strides is None:  # irregular: every lane of every position is its own load and line
+        cost += prod(tile.values()) * (1 + LINE_COST)
+        values.append(prod(tile.values()) / lanes)
+        continue
+      slides = [a for a in tile if inner is not None and strides[a] and strides[a] == strides[inner]]
+      unrolled = _unrolled_steps(k.full_shape[inner], bool(slides)) if inner is not None and isinstance(k.full_shape[inner], int) else 1
+      instructions, live, lines = 1.0, 1.0, 1.0
+      for a, n in tile.items():
+        if strides[a] == 0: continue
+        if a == k.vector_axis: per_step = live_values = 1 if strides[a] == 1 else n
+        elif a in slides:
+          if n > unrolled + 1: return math.inf, math.inf  # measured slower: x12 over a 5-wide window 1.4x, x10 over 3 wide 1.2x
+          per_step, live_values = (n + unrolled - 1) / unrolled, n + unrolled - 1
+        else: per_step = live_values = n
+        instructions, live = instructions * per_step, live * live_values
+        lines *= n if abs(strides[a]) * itemsize >= LINE_BYTES else n * abs(strides[a]) * itemsize / LINE_BYTES
+      advance = abs(strides[inner]) * itemsize if inner is not None else 0
+      cost += instructions + LINE_COST * max(lines, 1.0) * min(advance, LINE_BYTES) / LINE_BYTES
+      if slides: window_values += live
+      else: values.append(live)
+    streamed = max(values, default=1.0) - 1
+    return cost / max(accumulators, 1), accumulators + window_values + sum(values) - streamed
+  return model
+
+def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers: int = 16) -> list[Opt]:
+  """Apply the heuristic's choices to `k` and return them (vector_width: float lanes of the target's registers;
+  vector_registers: how many of them a thread has)."""
   VECTOR_WIDTH = vector_width
   applied: list[Opt] = []
   def try_opt(opt: Opt) -> bool:
@@ -86,7 +154,6 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     except KernelOptError: return False
     applied.append(opt)
     return True
-  def tile() -> int: return prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST))
 
   if TC and k.tensor_core_matches() and try_opt(Opt(OptOps.TC, 0, 0)):
     _tensor_core_tiles(k, try_opt)
@@ -129,21 +196,18 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4) -> list[Opt]:
     if try_opt(Opt(op, a, width)) and try_opt(Opt(OptOps.VECTORIZE, a + 1 if splits else a, 0)): lanes = width
   vec_is_output = k.vector_axis is not None and k.axis_types[k.vector_axis] is AxisType.UPCAST
 
-  # 2. register tile: upcast output axes along which some load is constant (loaded once for the whole tile) or
-  # slides over the window of an unrolled reduction (loaded once for several tile positions); not axes that bound a
-  # reduction loop through stored padding (a tile along them would skip only the steps all its rows skip)
-  while True:
-    accumulators = tile() // (lanes if vec_is_output else 1) * max(len(k.reduceops), 1)
-    choice = None
-    for a in k.axes_of(AxisType.GLOBAL):
-      window = _window_reuse(k, a)
-      reuse = sum(s == 0 for s in _load_strides(k, a)) + window
-      if not reuse or _bounds_padded_loop(k, a): continue
-      for amt in (6, 5, 4, 3, 2) if window else (5, 4, 3, 2):
-        if k.full_shape[a] % amt == 0 and accumulators * amt <= MAX_ACCUMULATORS:
-          if choice is None or (reuse, amt) > choice[0]: choice = ((reuse, amt), a, amt)
-          break
-    if choice is None or not try_opt(Opt(OptOps.UPCAST, choice[1], choice[2])): break
+  # 2. register tile: the output axes to upcast, and by how much, that need the fewest loads and cache-line fills per
+  # vector FMA with accumulators and operands in registers (_tile_model); only axes along which some load is
+  # constant or slides, and not axes that bound a reduction loop through stored padding (a tile along them would
+  # skip only the steps all its rows skip)
+  tile_axes = [a for a in k.axes_of(AxisType.GLOBAL) if isinstance(k.full_shape[a], int) and not _bounds_padded_loop(k, a)
+               and (any(s == 0 for s in _load_strides(k, a)) or _window_reuse(k, a))]
+  model = _tile_model(k, lanes if vec_is_output else 1)
+  scored = [(model(tile), tile) for tile in _tiles(k, tile_axes, vector_registers)]
+  fitting = [(cost, tile) for (cost, registers), tile in scored if registers <= vector_registers] or [(0.0, {})]
+  best = min(fitting, key=lambda c: (c[0], -prod(c[1].values())))[1]  # the cheapest, then the largest
+  for a in sorted(best, reverse=True):  # from the last axis, so that splitting one leaves the others' positions alone
+    if best[a] > 1: try_opt(Opt(OptOps.UPCAST, a, best[a]))
 
   # 3. cache blocking: the loads that don't change along the outer output axis (a panel of B in a matmul) are read
   # again for each of its iterations; block the inner axis so one block of that data stays in cache

@@ -55,6 +55,7 @@ class LLVMRenderer(Renderer):
     flags = set(features.split(","))
     # floats per vector register: what upcast lanes should fill
     self.vector_width = 16 if "+avx512f" in flags else 8 if "+avx" in flags or "+avx2" in flags else 4
+    self.vector_registers = 32 if "+avx512f" in flags else 16  # zmm0-31; ymm/xmm0-15
 
   def render(self, name: str, uops: list[UOp]) -> str:
     fn = _Function(name)

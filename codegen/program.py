@@ -20,7 +20,7 @@ def print_linear(uops: list[UOp]) -> None:
 
 def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> ProgramSpec:
   k = Kernel(ast, renderer)
-  if opts is None: hand_coded_optimizations(k, renderer.vector_width)
+  if opts is None: hand_coded_optimizations(k, renderer.vector_width, renderer.vector_registers)
   else:
     for opt in opts: k.apply_opt(opt)
   return program_of(k, renderer)

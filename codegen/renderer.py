@@ -12,6 +12,7 @@ class Renderer:
   splits_across_cores: bool = False  # the first global loop is split into [core_start, core_end) chunks (CPU)
   launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   vector_width: int = 4              # float lanes per vector register
+  vector_registers: int = 16         # vector registers a thread has for its register tile and operands
   tensor_cores: tuple = ()           # TensorCore instructions the target offers (codegen.tensor_core)
   finite_math: bool = False          # the target's compiler may assume no NaN, inf or -0. and reassociate floats (WGSL allows it)
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError

@@ -82,7 +82,7 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     except Exception as e:
       if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
       return math.inf
-  heuristic = hand_coded_optimizations(Kernel(ast, renderer), renderer.vector_width)
+  heuristic = hand_coded_optimizations(Kernel(ast, renderer), renderer.vector_width, renderer.vector_registers)
   beam = sorted(((opts, timed(opts)) for opts in ([[], heuristic] if heuristic else [[]])), key=lambda r: r[1])
   best = beam[0]
   seen: set[tuple] = set()

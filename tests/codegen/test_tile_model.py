@@ -1,0 +1,59 @@
+"""The heuristics' register-tile model (codegen.heuristic._tile_model): its estimates for a matmul's tiles, worked out
+by hand from the loads one reduction step makes, and the tile the heuristics pick from them."""
+import numpy as np
+from tg import Tensor
+from ir.ops import Ops
+from codegen.heuristic import _tile_model, hand_coded_optimizations
+from codegen.kernel import Kernel, Opt, OptOps
+from codegen.llvmir import LLVMRenderer
+
+AVX512 = LLVMRenderer("+avx512f")  # 16 float lanes, 32 vector registers
+
+def packed_matmul_kernel(n: int, lanes: int) -> Kernel:
+  """a @ b as tg.dot computes it on a CPU: b copied into panels (n/lanes, k, lanes); kernel axes (rows, panels,
+  lanes, k)."""
+  a, b = Tensor.empty(n, n), Tensor.empty(n, n)
+  panels = b.reshape(n, n // lanes, lanes).permute(1, 0, 2).contiguous()
+  out = (a.reshape(n, 1, 1, n) * panels.permute(0, 2, 1).reshape(1, n // lanes, lanes, n)).sum(-1)
+  item = [i for i in out.schedule() if i.ast.op is Ops.SINK][-1]
+  k = Kernel(item.ast, AVX512)
+  assert k.full_shape == (n, n // lanes, lanes, n)
+  return k
+
+def test_matmul_tile_estimates_match_the_loads_counted_by_hand():
+  """Per reduction step of a rows x panels tile (16 lanes, 4-byte floats, 64-byte lines): `rows` broadcasts of a,
+  each moving 4 bytes a step (a sixteenth of a line); `panels` vector loads of b, each a fresh line a step. A line
+  costs two loads. Registers: the accumulators, the smaller of the two operand sets (which stays live) and one for
+  the larger (which streams through it)."""
+  k = packed_matmul_kernel(1024, 16)
+  k.apply_opt(Opt(OptOps.UPCAST, 2, 16))
+  k.apply_opt(Opt(OptOps.VECTORIZE, 2, 0))
+  model = _tile_model(k, 16)
+  for rows, panels in ((8, 2), (4, 4), (16, 1), (2, 8)):
+    fmas = rows * panels
+    loads = rows + panels
+    lines = rows * 4 / 64 + panels
+    cost, registers = model({0: rows, 1: panels})
+    assert np.isclose(cost, (loads + 2 * lines) / fmas), (rows, panels)
+    assert registers == fmas + min(rows, panels) + 1, (rows, panels)
+
+def test_avx512_matmul_gets_an_8_row_2_panel_tile():
+  """Of the tiles that fit 32 registers, 8 x 2 costs least: (10 loads + 2 x 2.5 lines) / 16 FMAs = 0.94, against
+  1.03 for 4 x 4 and 1.31 for 16 x 1 (the test above). The register tile spans rows 8 and panels 2."""
+  k = packed_matmul_kernel(1024, 16)
+  opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+  assert opts[:2] == [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.VECTORIZE, 2, 0)]
+  tile = {o.axis: o.amt for o in opts[2:] if o.op is OptOps.UPCAST}
+  assert tile == {0: 8, 1: 2}
+
+def test_a_tile_never_needs_more_registers_than_the_target_has():
+  """With 16 registers (AVX2: 8 lanes) an 8 x 2 tile's 16 accumulators leave none for operands; the tile picked
+  fits, with its operands, in 16."""
+  avx2 = LLVMRenderer("+avx2")
+  k = packed_matmul_kernel(1024, 8)
+  opts = hand_coded_optimizations(Kernel(k.ast, avx2), avx2.vector_width, avx2.vector_registers)
+  assert opts[:2] == [Opt(OptOps.UPCAST, 2, 8), Opt(OptOps.VECTORIZE, 2, 0)]
+  k.apply_opt(opts[0]); k.apply_opt(opts[1])
+  tile = {o.axis: o.amt for o in opts[2:] if o.op is OptOps.UPCAST}
+  assert set(tile) <= {0, 1} and np.prod(list(tile.values())) > 1
+  assert _tile_model(k, 8)(tile)[1] <= 16
