@@ -155,9 +155,10 @@ class TinyJit:
   def __init__(self, fxn: Callable | None = None, prune: bool = False):
     if prune: raise JitError("TinyJit(prune=True) is not supported yet")
     self.fxn, self.cnt, self.captured = fxn, 0, None
+    self._last_inputs: dict[int, tuple[UOp, list]] = {}  # input position -> (its node in the last call, _describe of it)
     if fxn is not None: functools.update_wrapper(self, fxn)
 
-  def reset(self) -> None: self.cnt, self.captured = 0, None
+  def reset(self) -> None: self.cnt, self.captured, self._last_inputs = 0, None, {}
   def __get__(self, obj, objtype=None):  # on a method: one JIT shared by every instance of the class
     return functools.partial(self.__call__, obj) if obj is not None else self
 
@@ -171,7 +172,7 @@ class TinyJit:
     named = _input_tensors(args, kwargs)
     if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
     Tensor.realize_all(*(t for _, t in named))
-    described = [d for _, t in named for d in _describe(t)]
+    described = [d for i, (_, t) in enumerate(named) for d in self._described(i, t)]
     part_names = [n for n, t in named for _ in range(len(t.uop.src) if t.uop.op is Ops.MULTI else 1)]
     if len({id(b) for b, _, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
     var_vals = _bound_values(described, args, kwargs)
@@ -190,6 +191,12 @@ class TinyJit:
     if set(var_vals) != self.captured.variables:
       raise JitError(f"args mismatch in JIT: the inputs bind Variables {sorted(var_vals)}, the capture bound {sorted(self.captured.variables)}")
     return self.captured([b for b, _, _ in described], var_vals)
+
+  def _described(self, position: int, t: Tensor) -> list:
+    """_describe(t), reused while the input at `position` is the node it was in the last call (nodes are immutable)."""
+    last = self._last_inputs.get(position)
+    if last is None or last[0] is not t.uop: self._last_inputs[position] = last = (t.uop, _describe(t))
+    return last[1]
 
   def _capture(self, args, kwargs, names, described, variables: frozenset[str]) -> Any:
     if capture_stack: raise RuntimeError("having TinyJit inside another TinyJit is not supported")

@@ -88,13 +88,14 @@ def _channel_lanes(weight: Tensor, cout_per_group: int) -> bool:
   return bool(lanes := _cpu_lanes(weight)) and cout_per_group % lanes == 0
 
 PANEL_MIN = 256  # matmuls with k and m at least this big read their right operand through packed panels
+PANEL_MIN_BYTES = 512 * 1024  # ... when it is larger than an L2 cache holds next to the rest (256x256 floats run 7% faster unpacked)
 
 def _panel_width(x: Tensor, w: Tensor) -> int:
   """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU)."""
   lanes = _cpu_lanes(w)
   if w.ndim != 2 or not lanes: return 0
   k, m = w.shape
-  if k < PANEL_MIN or m < PANEL_MIN or m % lanes: return 0
+  if k < PANEL_MIN or m < PANEL_MIN or k * m * w.dtype.itemsize <= PANEL_MIN_BYTES or m % lanes: return 0
   return lanes if x.numel() // k >= lanes else 0
 
 class ProcessingMixin:

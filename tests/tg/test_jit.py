@@ -41,6 +41,17 @@ def test_shape_dtype_and_name_changes_raise():
   with pytest.raises(JitError, match="args mismatch"): f(x=rnd(4, 4))
   with pytest.raises(JitError, match="view"): f(rnd(4, 4).T)
 
+def test_the_same_input_tensor_changed_between_replays_is_read_again():
+  """A replay reuses what it learned about an input only while the input is the same node: after an assign (new
+  contents) or a reshape (new view) of the same Tensor object, the replay reads the new contents or refuses the view."""
+  f = TinyJit(lambda x: (x * 2).realize())
+  x = Tensor(np.array([1.0, 2.0, 3.0, 4.0], np.float32)).realize()
+  for _ in range(3): np.testing.assert_equal(f(x).numpy(), [2, 4, 6, 8])
+  x.assign(Tensor(np.array([5.0, 7.0, 9.0, 11.0], np.float32))).realize()
+  np.testing.assert_equal(f(x).numpy(), [10, 14, 18, 22])
+  x = x.reshape(2, 2)
+  with pytest.raises(JitError, match="args mismatch"): f(x)
+
 def test_misuse_errors():
   @TinyJit
   def reads_data(x):
