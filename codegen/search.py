@@ -1,8 +1,9 @@
 """BEAM search: grow sequences of optimization actions, keep the `width` fastest kernels each round (timed on the
-real device by a caller-supplied function), stop when a round finds nothing faster. With BEAM_ESTIMATE, candidates
+real device by a caller-supplied function), stop when a round gains less than MIN_PROGRESS_S. With BEAM_ESTIMATE, candidates
 are first ranked by a static cost estimate and only the most promising are compiled and timed. The first beam holds the
-unoptimized kernel and the heuristics' choice, so the search never returns something it timed slower. Results are cached on
-disk per kernel, target and width, so a second run pays nothing."""
+heuristics' choice and, unless the estimate puts it far behind, the unoptimized kernel, so the search never returns
+something slower than the best of those it timed. Results are cached on disk per kernel, target, width and version of
+the code generator, so a second run pays nothing."""
 from __future__ import annotations
 import json, math
 from typing import Callable
@@ -13,9 +14,12 @@ from codegen import diskcache
 from codegen.heuristic import hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps, VECTOR_SIZES
 from codegen.program import lowered
+from codegen.program_cache import code_digest
 from codegen.renderer import Renderer
 
 MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
+MIN_PROGRESS_S = 10e-6  # what a round must gain on the best so far (less is within the timing noise of a launch)
+SEED_MARGIN = 2.0  # how much slower (timed or estimated) than the heuristics' kernel the unoptimized one may be and still be grown
 
 def candidate_actions(k: Kernel) -> list[Opt]:
   """Every action that could apply to kernel `k` in its current state."""
@@ -57,6 +61,11 @@ def estimate(uops: list[UOp]) -> float:
     elif u.op is Ops.VECTORIZE: cost += mult * len(u.src)
   return cost
 
+def _estimated(ast: UOp, renderer: Renderer, opts: list[Opt]) -> float:
+  """estimate() of the kernel `opts` make (infinite where they don't apply)."""
+  k = _kernel(ast, renderer, opts)
+  return math.inf if k is None else estimate(lowered(k, renderer)[0])
+
 def encode_opts(opts: list[Opt]) -> bytes:
   """Actions as the disk cache stores them: JSON [[op name, axis, amount], ...]."""
   return json.dumps([[o.op.name, o.axis, o.amt] for o in opts]).encode()
@@ -69,13 +78,17 @@ def decode_opts(blob: bytes) -> list[Opt] | None:
                                        and all(type(v) is int for v in i[1:]) for i in items)
   return [Opt(OptOps[op], axis, amt) for op, axis, amt in items] if ok else None
 
+def beam_key(cache_key: str, width: int, ast: UOp) -> str:
+  """The disk cache's key of a search's result: a changed code generator (code_digest) searches again."""
+  return diskcache.key_of("beam", code_digest(), cache_key, width, ast)
+
 Candidate = tuple[list[Opt], Kernel, tuple | None]  # actions, the kernel they make, its lowering where the estimate made one
 
 def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str,
                 prepare: Callable[[list[Candidate]], None] = lambda candidates: None) -> list[Opt] | None:
   """The fastest action sequence found, or None when no candidate could be timed (the caller falls back). Each round's
   candidates go to `prepare` before the first is timed (the caller renders them and starts compiling them all)."""
-  key = diskcache.key_of("beam", cache_key, width, ast)
+  key = beam_key(cache_key, width, ast)
   if (blob := diskcache.get("beam", key)) is not None and (hit := decode_opts(blob)) is not None: return hit
   def timed(opts: list[Opt]) -> float:
     try: return time_opts(opts)
@@ -83,10 +96,15 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
       if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
       return math.inf
   heuristic = hand_coded_optimizations(Kernel(ast, renderer), renderer.vector_width, renderer.vector_registers)
-  beam = sorted(((opts, timed(opts)) for opts in ([[], heuristic] if heuristic else [[]])), key=lambda r: r[1])
+  seeds = [heuristic, []] if heuristic else [[]]
+  if heuristic and BEAM_ESTIMATE and _estimated(ast, renderer, []) > SEED_MARGIN * _estimated(ast, renderer, heuristic):
+    seeds = [heuristic]  # the unoptimized kernel would take many times as long to time as it could be worth
+  beam = sorted(((opts, timed(opts)) for opts in seeds), key=lambda r: r[1])  # the heuristics' first: a far slower [] runs once
   best = beam[0]
+  beam = [r for r in beam if r[1] <= SEED_MARGIN * best[1]]  # a seed far behind isn't grown
   seen: set[tuple] = set()
   for _ in range(MAX_ROUNDS):
+    if best[1] < MIN_PROGRESS_S: break  # no round could gain enough to tell
     candidates: list[Candidate] = []
     for opts, _ in beam:
       base = _kernel(ast, renderer, opts)
@@ -107,7 +125,7 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     results = sorted(((opts, timed(opts)) for opts, _, _ in candidates), key=lambda r: r[1])
     beam = [r for r in results[:width] if math.isfinite(r[1])]
     if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][1] * 1e6:.1f} us with {beam[0][0]}")
-    if not beam or beam[0][1] >= best[1]: break
+    if not beam or beam[0][1] > best[1] - MIN_PROGRESS_S: break
     best = beam[0]
   if not math.isfinite(best[1]): return None
   diskcache.put("beam", key, encode_opts(best[0]))

@@ -41,15 +41,30 @@ def test_beam_results_are_a_checked_encoding():
 
 def test_a_planted_beam_entry_is_searched_again(cachedb):
   from tg import Tensor, Device
-  from codegen.search import beam_search
+  from codegen.search import beam_key, beam_search
   (item,) = [i for i in (Tensor.rand(8, 8).realize() @ Tensor.rand(8, 8).realize()).schedule()]
   renderer = Device["CPU"].renderer
   first = beam_search(item.ast, renderer, lambda opts: 1.0 / (1 + len(opts)), 2, "planted")
-  key = diskcache.key_of("beam", "planted", 2, item.ast)
+  key = beam_key("planted", 2, item.ast)
   assert decode_opts(diskcache.get("beam", key)) == first
   set_entry(cachedb, "beam", key, pickle.dumps(first))
   timed = []
   assert beam_search(item.ast, renderer, lambda opts: timed.append(opts) or 1.0 / (1 + len(opts)), 2, "planted") == first and timed
+
+def test_a_beam_result_of_another_code_generator_is_searched_again(cachedb, monkeypatch):
+  """A search's result is only as good as the kernels the code generator made of it: another version searches again."""
+  from tg import Tensor, Device
+  from codegen import search
+  (item,) = [i for i in (Tensor.rand(8, 8).realize() @ Tensor.rand(8, 8).realize()).schedule()]
+  renderer, timed = Device["CPU"].renderer, []
+  def time_opts(opts): return timed.append(opts) or 1.0 / (1 + len(opts))
+  search.beam_search(item.ast, renderer, time_opts, 2, "versioned")
+  timed.clear()
+  search.beam_search(item.ast, renderer, time_opts, 2, "versioned")
+  assert not timed, "same code generator: from the cache"
+  monkeypatch.setattr(search, "code_digest", lambda: "another version")
+  search.beam_search(item.ast, renderer, time_opts, 2, "versioned")
+  assert timed
 
 def test_made_private(tmp_path, monkeypatch):
   monkeypatch.delenv("CACHEDB", raising=False)

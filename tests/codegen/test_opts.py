@@ -136,13 +136,17 @@ def test_beam_times_a_far_slower_candidate_once(monkeypatch):
     def __call__(self, *args, **kwargs):
       runs.append(self.seconds)
       return self.seconds
+  seconds = [1e-4, 5e-4, 1.5e-4, 2e-3, 5e-3, 3e-3]
   monkeypatch.setattr(dev.compiler, "compile_taken_back", lambda src: b"")
-  monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: made.append(1) or Timed([1.0, 5.0, 1.5][len(made) - 1]))
+  monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: made.append(1) or Timed(seconds[len(made) - 1]))
   def three_candidates(ast, renderer, time_opts, width, key, prepare):
     return [time_opts([]) for _ in range(3)]
   monkeypatch.setattr(search, "beam_search", three_candidates)
-  assert realize.beam_opts(dev, item.ast) == [1.0, 5.0, 1.5]
-  assert runs == [1.0] * 3 + [5.0] + [1.5] * 3  # 5.0 is more than twice the fastest so far: one run is enough
+  assert realize.beam_opts(dev, item.ast) == seconds[:3]
+  assert runs == [1e-4] * 3 + [5e-4] + [1.5e-4] * 3  # 5e-4 is more than twice the fastest so far: one run is enough
+  runs.clear()
+  assert realize.beam_opts(dev, item.ast) == seconds[3:]
+  assert runs == [2e-3] * 2 + [5e-3] + [3e-3] * 2  # runs over LONG_RUN_S (1 ms) vary little: two of them
 
 def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   from codegen.heuristic import hand_coded_optimizations
@@ -153,6 +157,36 @@ def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   assert heuristic, "a matmul gets optimized by the heuristics"
   def time_opts(opts): return 1.0 if opts == heuristic else 2.0  # every search step is slower than the heuristics
   assert beam_search(item.ast, renderer, time_opts, 2, "seeded") == heuristic
+
+def test_beam_does_not_time_an_unoptimized_kernel_estimated_far_slower(cachedb):
+  """The unoptimized kernel seeds the search only when the estimate puts it within SEED_MARGIN of the heuristics'
+  choice: an unoptimized convolution runs for seconds, and timing it would cost more than the rest of the search."""
+  from codegen.heuristic import hand_coded_optimizations
+  from codegen.search import SEED_MARGIN, _estimated, beam_search
+  (item,) = matmul("CPU").schedule()
+  renderer = Device["CPU"].renderer
+  heuristic = hand_coded_optimizations(Kernel(item.ast, renderer), renderer.vector_width, renderer.vector_registers)
+  assert _estimated(item.ast, renderer, []) > SEED_MARGIN * _estimated(item.ast, renderer, heuristic)
+  timed = []
+  def time_opts(opts):
+    timed.append(opts)
+    return 1.0
+  beam_search(item.ast, renderer, time_opts, 2, "no unoptimized seed")
+  assert timed[0] == heuristic and [] not in timed
+
+def test_beam_stops_when_a_round_gains_less_than_min_progress(cachedb):
+  """A round must beat the best so far by MIN_PROGRESS_S (10 us); a kernel already faster than that isn't searched."""
+  from codegen.search import MIN_PROGRESS_S, beam_search
+  (item,) = matmul("CPU").schedule()
+  renderer = Device["CPU"].renderer
+  rounds = []
+  def prepare(candidates): rounds.append(len(candidates))
+  def slightly_faster(opts): return 1e-3 - (MIN_PROGRESS_S / 2) * len(opts)  # each action gains 5 us
+  found = beam_search(item.ast, renderer, slightly_faster, 2, "small gains", prepare=prepare)
+  assert len(rounds) == 1 and found is not None
+  rounds.clear()
+  beam_search(item.ast, renderer, lambda opts: MIN_PROGRESS_S / 2, 2, "fast already", prepare=prepare)
+  assert rounds == []
 
 def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
   from codegen.search import beam_search
