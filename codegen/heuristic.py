@@ -11,6 +11,7 @@ from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
 LINE_BYTES = 64         # a cache line
+TILE_SLACK = 1.05       # tiles within this factor of the cheapest cost about the same
 LINE_COST = 2           # filling a cache line from L2 takes about as long as two loads (a core fills one line a cycle, issues two loads)
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
@@ -205,7 +206,9 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   model = _tile_model(k, lanes if vec_is_output else 1)
   scored = [(model(tile), tile) for tile in _tiles(k, tile_axes, vector_registers)]
   fitting = [(cost, tile) for (cost, registers), tile in scored if registers <= vector_registers] or [(0.0, {})]
-  best = min(fitting, key=lambda c: (c[0], -prod(c[1].values())))[1]  # the cheapest, then the largest
+  cheapest = min(cost for cost, _ in fitting)
+  # the smallest of the tiles that cost about the least: a larger one gains nothing measurable, and costs lowering time
+  best = min((tile for cost, tile in fitting if cost <= cheapest * TILE_SLACK), key=lambda t: prod(t.values()))
   for a in sorted(best, reverse=True):  # from the last axis, so that splitting one leaves the others' positions alone
     if best[a] > 1: try_opt(Opt(OptOps.UPCAST, a, best[a]))
 

@@ -3,7 +3,7 @@ by hand from the loads one reduction step makes, and the tile the heuristics pic
 import numpy as np
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import _tile_model, hand_coded_optimizations
+from codegen.heuristic import TILE_SLACK, _tile_model, hand_coded_optimizations
 from codegen.kernel import Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
 
@@ -57,3 +57,19 @@ def test_a_tile_never_needs_more_registers_than_the_target_has():
   tile = {o.axis: o.amt for o in opts[2:] if o.op is OptOps.UPCAST}
   assert set(tile) <= {0, 1} and np.prod(list(tile.values())) > 1
   assert _tile_model(k, 8)(tile)[1] <= 16
+
+def test_the_smallest_tile_within_the_slack_of_the_cheapest_is_made():
+  """Rows of 10 summed, 16 rows as vector lanes gathered (row stride 10): per step and n-row tile, 16n gathered loads
+  touching 10n lines that advance 4 bytes a step (1.25n in load units), plus one broadcast of w (1 + 0.125): a cost
+  of 17.25 + 1.125/n per FMA. 16 rows cost least (17.32), but 2 rows (17.81) are within TILE_SLACK of it and the
+  smallest such tile: more rows would save under 3% and lengthen lowering and compiling."""
+  x, w = Tensor.empty(512, 10), Tensor.empty(10)
+  item = [i for i in (x * w).sum(1).schedule() if i.ast.op is Ops.SINK][-1]
+  opts = hand_coded_optimizations(Kernel(item.ast, AVX512), AVX512.vector_width, AVX512.vector_registers)
+  assert opts[:3] == [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.VECTORIZE, 1, 0), Opt(OptOps.UPCAST, 0, 2)]
+  k = Kernel(item.ast, AVX512)
+  assert k.full_shape == (512, 10)
+  k.apply_opt(opts[0]); k.apply_opt(opts[1])
+  model = _tile_model(k, 16)
+  for n in (1, 2, 4, 8, 16): assert np.isclose(model({0: n})[0], 17.25 + 1.125 / n), n
+  assert model({0: 2})[0] <= TILE_SLACK * model({0: 16})[0] < model({0: 1})[0]
