@@ -11,8 +11,8 @@ from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 
 LINE_BYTES = 64         # a cache line
-TILE_SLACK = 1.05       # tiles within this factor of the cheapest cost about the same
 LINE_COST = 2           # filling a cache line from L2 takes about as long as two loads (a core fills one line a cycle, issues two loads)
+TILE_SLACK = 1.05       # register tiles whose costs are within this factor are taken as equally fast
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for

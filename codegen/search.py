@@ -1,9 +1,9 @@
 """BEAM search: grow sequences of optimization actions, keep the `width` fastest kernels each round (timed on the
-real device by a caller-supplied function), stop when a round gains less than MIN_PROGRESS_S. With BEAM_ESTIMATE, candidates
-are first ranked by a static cost estimate and only the most promising are compiled and timed. The first beam holds the
-heuristics' choice and, unless the estimate puts it far behind, the unoptimized kernel, so the search never returns
-something slower than the best of those it timed. Results are cached on disk per kernel, target, width and version of
-the code generator, so a second run pays nothing."""
+real device by a caller-supplied function), stop when a round gains less than MIN_PROGRESS_S. With BEAM_ESTIMATE,
+candidates are first ranked by a static cost estimate and only the most promising are compiled and timed. The first
+beam holds the heuristics' choice and, unless the estimate puts it far behind, the unoptimized kernel, so the search
+never returns something slower than the best of those it timed. Results are cached on disk per kernel, target, width
+and version of the code generator, so a second run pays nothing."""
 from __future__ import annotations
 import json, math
 from typing import Callable
