@@ -91,7 +91,8 @@ def _tiles(k: Kernel, axes: list[int], budget: int):
       for tile in _tiles(k, rest, budget // amt): yield {first: amt, **tile}
 
 def _unrolled_steps(size: int, slides: bool) -> int:
-  """How many steps of the innermost reduction step 4 unrolls into one loop iteration."""
+  """How many steps of an innermost reduction of `size` go into one loop iteration (step 4): all of a short one, else 4
+  or 2 when the register tile slides along it, else 2 (1 when neither divides it)."""
   if size <= MAX_UNROLL: return size
   return next((d for d in ((4, 2) if slides else (2,)) if size % d == 0), 1)
 
@@ -236,9 +237,9 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   if reduces:
     a = reduces[-1]
     size = k.full_shape[a]
-    slides = any(_window_reuse(k, u) for u in k.axes_of(AxisType.UPCAST))
-    if size <= MAX_UNROLL: try_opt(Opt(OptOps.UNROLL, a, 0))
-    elif (amt := next((d for d in ((4, 2) if slides else (2,)) if size % d == 0), None)): try_opt(Opt(OptOps.UNROLL, a, amt))
+    steps = _unrolled_steps(size, any(_window_reuse(k, u) for u in k.axes_of(AxisType.UPCAST)))
+    if steps == size: try_opt(Opt(OptOps.UNROLL, a, 0))
+    elif steps > 1: try_opt(Opt(OptOps.UNROLL, a, steps))
   return applied
 
 def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:
