@@ -33,6 +33,9 @@ class Compiler:
     rather than wait), kept in no cache: what compile_cached does on a miss, and all BEAM's candidates need."""
     if (ahead := self._pending.pop(src, None)) is None or ahead.claim(): return self.compile(src)
     return self._wait(ahead)
+  def compile_dropped(self, src: str) -> None:
+    """Withdraw what compile_ahead queued for `src`, whose binary is no longer wanted: no worker that hasn't started it will."""
+    if (ahead := self._pending.pop(src, None)) is not None: ahead.claim()
   def compile_cached(self, src: str) -> bytes:
     if (lib := self._memory.get(src)) is not None:
       self._memory.move_to_end(src)

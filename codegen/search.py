@@ -18,6 +18,7 @@ from codegen.program_cache import code_digest
 from codegen.renderer import Renderer
 
 MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
+MAX_POSITIONS = 512  # upcast x unrolled positions in a loop body: lowering time grows with them (0.15-0.3 s past 4096)
 MIN_PROGRESS_S = 10e-6  # what a round must gain on the best so far (less is within the timing noise of a launch)
 SEED_MARGIN = 2.0  # how much slower (timed or estimated) than the heuristics' kernel the unoptimized one may be and still be grown
 
@@ -38,14 +39,16 @@ def candidate_actions(k: Kernel) -> list[Opt]:
     if kind in (AxisType.GLOBAL, AxisType.REDUCE) and size > 8 and size % 8: out.append(Opt(OptOps.PADTO, a, 8))
   return out
 
-def _kernel(ast: UOp, renderer: Renderer, opts: list[Opt]) -> Kernel | None:
+def _positions(k: Kernel, kind: AxisType) -> int: return math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is kind)
+
+def _kernel(ast: UOp, renderer: Renderer, opts: list[Opt], limits: tuple[int, int]) -> Kernel | None:
+  """The kernel `opts` make, if they apply and it is within `limits` (upcast positions, upcast x unrolled positions)."""
   k = Kernel(ast, renderer)
   try:
     for o in opts: k.apply_opt(o)
   except KernelOptError: return None
-  upcast = math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is AxisType.UPCAST)
-  unroll = math.prod(s for s, t in zip(k.full_shape, k.axis_types) if t is AxisType.UNROLL)
-  return k if upcast <= MAX_UPCAST and unroll <= MAX_UNROLL else None
+  upcast, unroll = _positions(k, AxisType.UPCAST), _positions(k, AxisType.UNROLL)
+  return k if upcast <= limits[0] and unroll <= MAX_UNROLL and upcast * unroll <= limits[1] else None
 
 def estimate(uops: list[UOp]) -> float:
   """A static cost of a lowered kernel: ops executed, counting a vector op once, gathers lane by lane, and loop overhead."""
@@ -60,11 +63,6 @@ def estimate(uops: list[UOp]) -> float:
     elif u.op in (Ops.LOAD, Ops.STORE): cost += 2 * mult
     elif u.op is Ops.VECTORIZE: cost += mult * len(u.src)
   return cost
-
-def _estimated(ast: UOp, renderer: Renderer, opts: list[Opt]) -> float:
-  """estimate() of the kernel `opts` make (infinite where they don't apply)."""
-  k = _kernel(ast, renderer, opts)
-  return math.inf if k is None else estimate(lowered(k, renderer)[0])
 
 def encode_opts(opts: list[Opt]) -> bytes:
   """Actions as the disk cache stores them: JSON [[op name, axis, amount], ...]."""
@@ -85,9 +83,12 @@ def beam_key(cache_key: str, width: int, ast: UOp) -> str:
 Candidate = tuple[list[Opt], Kernel, tuple | None]  # actions, the kernel they make, its lowering where the estimate made one
 
 def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], float], width: int, cache_key: str,
-                prepare: Callable[[list[Candidate]], None] = lambda candidates: None) -> list[Opt] | None:
-  """The fastest action sequence found, or None when no candidate could be timed (the caller falls back). Each round's
-  candidates go to `prepare` before the first is timed (the caller renders them and starts compiling them all)."""
+                prepare: Callable[[list[Candidate]], None] = lambda candidates: None,
+                preview: Callable[[Candidate], None] = lambda candidate: None) -> list[Opt] | None:
+  """The fastest action sequence found, or None when no candidate could be timed (the caller falls back). The seeds, and
+  then each round's chosen candidates, go to `prepare` before the first is timed (the caller compiles them all). Each
+  candidate lowered for the estimate goes to `preview` at once, so that the caller can start compiling it while the
+  next ones are lowered."""
   key = beam_key(cache_key, width, ast)
   if (blob := diskcache.get("beam", key)) is not None and (hit := decode_opts(blob)) is not None: return hit
   def timed(opts: list[Opt]) -> float:
@@ -95,38 +96,46 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     except Exception as e:
       if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
       return math.inf
-  heuristic = hand_coded_optimizations(Kernel(ast, renderer), renderer.vector_width, renderer.vector_registers)
-  seeds = [heuristic, []] if heuristic else [[]]
-  if heuristic and BEAM_ESTIMATE and _estimated(ast, renderer, []) > SEED_MARGIN * _estimated(ast, renderer, heuristic):
-    seeds = [heuristic]  # the unoptimized kernel would take many times as long to time as it could be worth
-  beam = sorted(((opts, timed(opts)) for opts in seeds), key=lambda r: r[1])  # the heuristics' first: a far slower [] runs once
+  def lowered_for_estimate(candidates: list[Candidate]) -> list[Candidate]:
+    if not BEAM_ESTIMATE: return candidates
+    out = []
+    for opts, k, _ in candidates:
+      out.append(candidate := (opts, k, lowered(k, renderer)))
+      preview(candidate)
+    return out
+  def signature(k: Kernel) -> tuple: return (k.full_shape, tuple(k.axis_types), k.vector_axis)
+  tuned = Kernel(ast, renderer)
+  heuristic = hand_coded_optimizations(tuned, renderer.vector_width, renderer.vector_registers)
+  seeds = lowered_for_estimate([(heuristic, tuned, None)] + ([([], Kernel(ast, renderer), None)] if heuristic else []))
+  if len(seeds) == 2 and BEAM_ESTIMATE and estimate(seeds[1][2][0]) > SEED_MARGIN * estimate(seeds[0][2][0]):
+    seeds = seeds[:1]  # the unoptimized kernel would take many times as long to time as it could be worth
+  # the heuristics' kernel may be over the limits (AVX-512 tiles have 16 lanes x 16 positions) and is grown all the same
+  upcast = _positions(tuned, AxisType.UPCAST)
+  limits = (max(MAX_UPCAST, upcast), max(MAX_POSITIONS, upcast * _positions(tuned, AxisType.UNROLL)))
+  seen = {signature(k) for _, k, _ in seeds}
+  prepare(seeds)
+  beam = sorted(((opts, k, timed(opts)) for opts, k, _ in seeds), key=lambda r: r[2])  # the heuristics' first: a far slower [] runs once
   best = beam[0]
-  beam = [r for r in beam if r[1] <= SEED_MARGIN * best[1]]  # a seed far behind isn't grown
-  seen: set[tuple] = set()
+  beam = [r for r in beam if r[2] <= SEED_MARGIN * best[2]]  # a seed far behind isn't grown
   for _ in range(MAX_ROUNDS):
-    if best[1] < MIN_PROGRESS_S: break  # no round could gain enough to tell
+    if best[2] < MIN_PROGRESS_S: break  # no round could gain enough to tell
     candidates: list[Candidate] = []
-    for opts, _ in beam:
-      base = _kernel(ast, renderer, opts)
-      if base is None: continue
+    for opts, base, _ in beam:
       for action in candidate_actions(base):
-        k = _kernel(ast, renderer, opts + [action])
-        if k is None: continue
-        signature = (k.full_shape, tuple(k.axis_types), k.vector_axis)
-        if signature in seen: continue
-        seen.add(signature)
+        k = _kernel(ast, renderer, opts + [action], limits)
+        if k is None or signature(k) in seen: continue
+        seen.add(signature(k))
         candidates.append((opts + [action], k, None))
     if not candidates: break
     if BEAM_ESTIMATE:  # the estimate doesn't model caches: loop-order changes are always timed
-      candidates = [(opts, k, lowered(k, renderer)) for opts, k, _ in candidates]
-      ranked = sorted(candidates, key=lambda c: estimate(c[2][0]))
+      ranked = sorted(lowered_for_estimate(candidates), key=lambda c: estimate(c[2][0]))
       candidates = ranked[:max(3 * width, 4)] + [c for c in ranked[max(3 * width, 4):] if c[0][-1].op is OptOps.THREAD]
     prepare(candidates)
-    results = sorted(((opts, timed(opts)) for opts, _, _ in candidates), key=lambda r: r[1])
-    beam = [r for r in results[:width] if math.isfinite(r[1])]
-    if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][1] * 1e6:.1f} us with {beam[0][0]}")
-    if not beam or beam[0][1] > best[1] - MIN_PROGRESS_S: break
+    results = sorted(((opts, k, timed(opts)) for opts, k, _ in candidates), key=lambda r: r[2])
+    beam = [r for r in results[:width] if math.isfinite(r[2])]
+    if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][2] * 1e6:.1f} us with {beam[0][0]}")
+    if not beam or beam[0][2] > best[2] - MIN_PROGRESS_S: break
     best = beam[0]
-  if not math.isfinite(best[1]): return None
+  if not math.isfinite(best[2]): return None
   diskcache.put("beam", key, encode_opts(best[0]))
   return best[0]

@@ -32,17 +32,31 @@ def beam_opts(dev, ast: UOp) -> list | None:
   """BEAM's choice of actions for this kernel on `dev` (None: fall back to the heuristics)."""
   from codegen.search import beam_search
   bufs: list[Buffer] = []
-  specs: dict[tuple, ProgramSpec] = {}
+  started: dict[tuple, ProgramSpec] = {}  # rendered candidates whose compiles are queued
+  programs: dict[tuple, tuple[ProgramSpec, bytes]] = {}  # compiled candidates, to be timed
   fastest = math.inf  # the best time of any candidate so far
-  def prepare(candidates: list) -> None:  # render a round's candidates and queue their compiles on the workers
-    for opts, k, lowered_k in candidates:
-      try: specs[tuple(opts)] = spec = program_of(k, dev.renderer, lowered_k)
-      except Exception: continue  # time_opts meets the error again and the candidate is skipped
-      dev.compiler.compile_ahead(spec.src)
+  def start(candidate) -> None:  # render a lowered candidate and queue its compile, which runs while others are lowered
+    opts, k, lowered_k = candidate
+    try: started[tuple(opts)] = spec = program_of(k, dev.renderer, lowered_k)
+    except Exception: return  # time_opts meets the error again and the candidate is skipped
+    dev.compiler.compile_ahead(spec.src)
+  def prepare(candidates: list) -> None:  # compile the candidates to be timed, on the workers and here; drop the others
+    chosen = [tuple(c[0]) for c in candidates]
+    for c in candidates:
+      if tuple(c[0]) not in started: start(c)
+    for opts in [o for o in started if o not in chosen]: dev.compiler.compile_dropped(started.pop(opts).src)
+    # every compile ends before the first run: a run beside a compile on another core would be timed slow
+    for opts, spec in started.items():
+      try: programs[opts] = (spec, dev.compiler.compile_taken_back(spec.src))
+      except Exception: continue  # likewise
+    started.clear()
   def time_opts(opts) -> float:
     nonlocal fastest
-    spec = specs.pop(tuple(opts), None) or get_program(ast, dev.renderer, opts)
-    prg = dev.runtime(spec.name, dev.compiler.compile_taken_back(spec.src), spec)
+    if (ready := programs.pop(tuple(opts), None)) is None:
+      spec = get_program(ast, dev.renderer, opts)
+      ready = (spec, dev.compiler.compile_taken_back(spec.src))
+    spec, lib = ready
+    prg = dev.runtime(spec.name, lib, spec)
     if not bufs:
       bufs.extend(Buffer(dev.device, max(g.dtype.size, 1), g.dtype.base, options=g.dtype.image).ensure_allocated() for g in sorted(
         {u for u in spec.uops if u.op is Ops.DEFINE_GLOBAL}, key=lambda g: g.arg))
@@ -56,7 +70,7 @@ def beam_opts(dev, ast: UOp) -> list | None:
     best = min(first, run()) if first > LONG_RUN_S else min(first, run(), run())
     fastest = min(fastest, best)
     return best
-  opts = beam_search(ast, dev.renderer, time_opts, BEAM.value, f"{dev.device}:{dev.compiler.cachekey}", prepare=prepare)
+  opts = beam_search(ast, dev.renderer, time_opts, BEAM.value, f"{dev.device}:{dev.compiler.cachekey}", prepare=prepare, preview=start)
   if opts is None and DEBUG >= 1: print("BEAM: no candidate could be compiled and timed; using the heuristics")
   return opts
 

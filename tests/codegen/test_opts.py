@@ -103,7 +103,7 @@ def test_beam_times_candidates_on_memory_it_has_written(monkeypatch):
     events.append(("write", self.nbytes, memoryview(src).nbytes))
     return copyin(self, src)
   monkeypatch.setattr(Buffer, "copyin", recording_copyin)
-  def one_candidate(ast, renderer, time_opts, width, key, prepare):
+  def one_candidate(ast, renderer, time_opts, width, key, prepare, preview):
     time_opts([])
     events.append(("timed",))
     return []
@@ -139,7 +139,7 @@ def test_beam_times_a_far_slower_candidate_once(monkeypatch):
   seconds = [1e-4, 5e-4, 1.5e-4, 2e-3, 5e-3, 3e-3]
   monkeypatch.setattr(dev.compiler, "compile_taken_back", lambda src: b"")
   monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: made.append(1) or Timed(seconds[len(made) - 1]))
-  def three_candidates(ast, renderer, time_opts, width, key, prepare):
+  def three_candidates(ast, renderer, time_opts, width, key, prepare, preview):
     return [time_opts([]) for _ in range(3)]
   monkeypatch.setattr(search, "beam_search", three_candidates)
   assert realize.beam_opts(dev, item.ast) == seconds[:3]
@@ -158,15 +158,34 @@ def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   def time_opts(opts): return 1.0 if opts == heuristic else 2.0  # every search step is slower than the heuristics
   assert beam_search(item.ast, renderer, time_opts, 2, "seeded") == heuristic
 
+def test_beam_grows_the_heuristics_tile_beyond_max_upcast(cachedb):
+  """Candidates may have as many upcast positions as the heuristics' tile, where that is over MAX_UPCAST (64): the
+  AVX-512 matmul tile of 16 lanes x 8 rows x 2 columns (256 positions) is searched on from, not refused."""
+  from codegen.heuristic import hand_coded_optimizations
+  from codegen.llvmir import LLVMRenderer
+  from codegen.search import beam_search
+  renderer = LLVMRenderer("+avx512f")
+  (item,) = (Tensor.empty(256, 256) @ Tensor.empty(256, 256)).schedule()
+  heuristic = hand_coded_optimizations(Kernel(item.ast, renderer), renderer.vector_width, renderer.vector_registers)
+  timed = []
+  def time_opts(opts):
+    timed.append(opts)
+    return 1e-3 / (1 + len(opts))  # every action makes it faster
+  with Context(BEAM_ESTIMATE=0): beam_search(item.ast, renderer, time_opts, 1, "avx-512 matmul")
+  grown = [opts for opts in timed if len(opts) > len(heuristic) and opts[:len(heuristic)] == heuristic]
+  assert timed[0] == heuristic and grown, timed
+
 def test_beam_does_not_time_an_unoptimized_kernel_estimated_far_slower(cachedb):
   """The unoptimized kernel seeds the search only when the estimate puts it within SEED_MARGIN of the heuristics'
   choice: an unoptimized convolution runs for seconds, and timing it would cost more than the rest of the search."""
   from codegen.heuristic import hand_coded_optimizations
-  from codegen.search import SEED_MARGIN, _estimated, beam_search
+  from codegen.program import lowered
+  from codegen.search import SEED_MARGIN, beam_search, estimate
   (item,) = matmul("CPU").schedule()
   renderer = Device["CPU"].renderer
-  heuristic = hand_coded_optimizations(Kernel(item.ast, renderer), renderer.vector_width, renderer.vector_registers)
-  assert _estimated(item.ast, renderer, []) > SEED_MARGIN * _estimated(item.ast, renderer, heuristic)
+  tuned = Kernel(item.ast, renderer)
+  heuristic = hand_coded_optimizations(tuned, renderer.vector_width, renderer.vector_registers)
+  assert estimate(lowered(Kernel(item.ast, renderer), renderer)[0]) > SEED_MARGIN * estimate(lowered(tuned, renderer)[0])
   timed = []
   def time_opts(opts):
     timed.append(opts)
@@ -183,10 +202,10 @@ def test_beam_stops_when_a_round_gains_less_than_min_progress(cachedb):
   def prepare(candidates): rounds.append(len(candidates))
   def slightly_faster(opts): return 1e-3 - (MIN_PROGRESS_S / 2) * len(opts)  # each action gains 5 us
   found = beam_search(item.ast, renderer, slightly_faster, 2, "small gains", prepare=prepare)
-  assert len(rounds) == 1 and found is not None
+  assert len(rounds) == 2 and found is not None  # the seeds, then one round of grown candidates
   rounds.clear()
   beam_search(item.ast, renderer, lambda opts: MIN_PROGRESS_S / 2, 2, "fast already", prepare=prepare)
-  assert rounds == []
+  assert len(rounds) == 1  # the seeds only
 
 def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
   from codegen.search import beam_search
@@ -199,6 +218,7 @@ def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
     if opts is not None: raise RuntimeError("candidate fails to compile")
     return real(ast, renderer, None)
   monkeypatch.setattr(realize, "get_program", heuristics_only)
+  monkeypatch.setattr(realize, "program_of", lambda k, renderer, lowered_k=None: heuristics_only(k.ast, renderer, k.applied_opts))
   with Context(BEAM=2, DEBUG=1):
     out = Tensor(np.arange(7, dtype=np.float32)).realize() * 3 + 1
     assert out.tolist() == [1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0]
