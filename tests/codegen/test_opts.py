@@ -175,6 +175,48 @@ def test_beam_grows_the_heuristics_tile_beyond_max_upcast(cachedb):
   grown = [opts for opts in timed if len(opts) > len(heuristic) and opts[:len(heuristic)] == heuristic]
   assert timed[0] == heuristic and grown, timed
 
+def test_beam_candidates_stay_within_max_positions(cachedb):
+  """A candidate's upcast x unrolled positions are at most MAX_POSITIONS (or the heuristics' own): lowering time grows
+  with them. An AVX2 matmul's heuristic kernel has 64 x 2; unrolling its reduction by 16 more would make 2048."""
+  from codegen.llvmir import LLVMRenderer
+  from codegen.kernel import AxisType
+  from codegen.search import MAX_POSITIONS, beam_search
+  renderer = LLVMRenderer("+avx2")
+  (item,) = (Tensor.empty(256, 256) @ Tensor.empty(256, 256)).schedule()
+  positions = []
+  def time_opts(opts):
+    k = Kernel(item.ast, renderer)
+    for o in opts: k.apply_opt(o)
+    positions.append(np.prod([s for s, t in zip(k.full_shape, k.axis_types) if t in (AxisType.UPCAST, AxisType.UNROLL)]))
+    return 1e-3 / (1 + len(opts))  # every action makes it faster: the search goes all its rounds
+  with Context(BEAM_ESTIMATE=0): beam_search(item.ast, renderer, time_opts, 2, "avx2 matmul")
+  assert positions[0] <= MAX_POSITIONS and max(positions) <= MAX_POSITIONS and len(positions) > 10, positions
+
+def test_beam_compiles_a_round_before_timing_it_and_drops_what_the_estimate_passes_over(monkeypatch):
+  """Candidates compile as they are lowered; those the estimate doesn't choose are withdrawn, and every chosen one is
+  compiled before the first run (a run beside a compile on another core is timed slow)."""
+  from codegen import search
+  from codegen.program import lowered
+  from tg import realize
+  (item,) = matmul("CPU").schedule()
+  dev, events = Device["CPU"], []
+  monkeypatch.setattr(dev.compiler, "compile_ahead", lambda src: events.append(("ahead", src)))
+  monkeypatch.setattr(dev.compiler, "compile_dropped", lambda src: events.append(("dropped", src)))
+  monkeypatch.setattr(dev.compiler, "compile_taken_back", lambda src: events.append(("compiled", src)) or b"")
+  monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: lambda *args, **kwargs: events.append(("run", spec.src)) or 1e-3)
+  def one_round(ast, renderer, time_opts, width, key, prepare, preview):
+    opts = [[], [Opt(OptOps.UPCAST, 0, 7)], [Opt(OptOps.UPCAST, 1, 2)]]
+    candidates = [(o, search._kernel(ast, renderer, o, (64, 512)), None) for o in opts]
+    candidates = [(o, k, lowered(k, renderer)) for o, k, _ in candidates]
+    for c in candidates: preview(c)
+    prepare(candidates[:2])  # the estimate passed over the third
+    return [time_opts(o) for o in opts[:2]]
+  monkeypatch.setattr(search, "beam_search", one_round)
+  realize.beam_opts(dev, item.ast)
+  kinds = [kind for kind, _ in events]
+  assert kinds[:3] == ["ahead"] * 3 and kinds[3] == "dropped" and events[3][1] == events[2][1], kinds
+  assert kinds[4:6] == ["compiled"] * 2 and set(kinds[6:]) == {"run"}, kinds
+
 def test_beam_does_not_time_an_unoptimized_kernel_estimated_far_slower(cachedb):
   """The unoptimized kernel seeds the search only when the estimate puts it within SEED_MARGIN of the heuristics'
   choice: an unoptimized convolution runs for seconds, and timing it would cost more than the rest of the search."""
