@@ -1,6 +1,7 @@
 """Compilers turn rendered source into a loadable binary. Results are cached in memory and, with CCACHE, on disk
 (keyed by the compiler's identity and the source)."""
 from __future__ import annotations
+import concurrent.futures
 from collections import OrderedDict
 from ir.switches import CCACHE
 from codegen import diskcache
@@ -17,6 +18,7 @@ class Compiler:
     self.cachekey = cachekey
     self._memory: OrderedDict[str, bytes] = OrderedDict()
     self._pending: dict[str, Job] = {}
+    self._dropped: list[Job] = []  # withdrawn compiles that a worker had already started
   def compile(self, src: str) -> bytes: raise NotImplementedError
   def disassemble(self, src: str, lib: bytes) -> str | None:
     """The machine code of `lib` (compiled from `src`) as text, where this compiler can show it; else None."""
@@ -35,7 +37,11 @@ class Compiler:
     return self._wait(ahead)
   def compile_dropped(self, src: str) -> None:
     """Withdraw what compile_ahead queued for `src`, whose binary is no longer wanted: no worker that hasn't started it will."""
-    if (ahead := self._pending.pop(src, None)) is not None: ahead.claim()
+    if (ahead := self._pending.pop(src, None)) is not None and not ahead.claim(): self._dropped.append(ahead)
+  def settle(self) -> None:
+    """Return once no withdrawn compile is still running on a worker (so that nothing competes with a timed run)."""
+    for job in self._dropped: concurrent.futures.wait([job.result])
+    self._dropped.clear()
   def compile_cached(self, src: str) -> bytes:
     if (lib := self._memory.get(src)) is not None:
       self._memory.move_to_end(src)

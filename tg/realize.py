@@ -49,6 +49,7 @@ def beam_opts(dev, ast: UOp) -> list | None:
     for opts, spec in started.items():
       try: programs[opts] = (spec, dev.compiler.compile_taken_back(spec.src))
       except Exception: continue  # likewise
+    dev.compiler.settle()
     started.clear()
   def time_opts(opts) -> float:
     nonlocal fastest

@@ -194,7 +194,8 @@ def test_beam_candidates_stay_within_max_positions(cachedb):
 
 def test_beam_compiles_a_round_before_timing_it_and_drops_what_the_estimate_passes_over(monkeypatch):
   """Candidates compile as they are lowered; those the estimate doesn't choose are withdrawn, and every chosen one is
-  compiled before the first run (a run beside a compile on another core is timed slow)."""
+  compiled, and any withdrawn one a worker had started has finished, before the first run (a run beside a compile on
+  another core is timed slow)."""
   from codegen import search
   from codegen.program import lowered
   from tg import realize
@@ -203,6 +204,7 @@ def test_beam_compiles_a_round_before_timing_it_and_drops_what_the_estimate_pass
   monkeypatch.setattr(dev.compiler, "compile_ahead", lambda src: events.append(("ahead", src)))
   monkeypatch.setattr(dev.compiler, "compile_dropped", lambda src: events.append(("dropped", src)))
   monkeypatch.setattr(dev.compiler, "compile_taken_back", lambda src: events.append(("compiled", src)) or b"")
+  monkeypatch.setattr(dev.compiler, "settle", lambda: events.append(("settled", None)))
   monkeypatch.setattr(dev, "runtime", lambda name, lib, spec: lambda *args, **kwargs: events.append(("run", spec.src)) or 1e-3)
   def one_round(ast, renderer, time_opts, width, key, prepare, preview):
     opts = [[], [Opt(OptOps.UPCAST, 0, 7)], [Opt(OptOps.UPCAST, 1, 2)]]
@@ -215,7 +217,28 @@ def test_beam_compiles_a_round_before_timing_it_and_drops_what_the_estimate_pass
   realize.beam_opts(dev, item.ast)
   kinds = [kind for kind, _ in events]
   assert kinds[:3] == ["ahead"] * 3 and kinds[3] == "dropped" and events[3][1] == events[2][1], kinds
-  assert kinds[4:6] == ["compiled"] * 2 and set(kinds[6:]) == {"run"}, kinds
+  assert kinds[4:7] == ["compiled", "compiled", "settled"] and set(kinds[7:]) == {"run"}, kinds
+
+def test_a_withdrawn_compile_is_skipped_or_waited_for():
+  """compile_dropped: a queued compile no worker has started never runs; settle() returns only after one that a worker
+  had started has finished."""
+  import threading
+  from codegen.compiler import Compiler
+  from codegen.compile_workers import Job
+  compiler, started, finish = Compiler(), Job("task", [], "a"), threading.Event()
+  compiler._pending = {"a": started, "b": Job("task", [], "b")}
+  assert started.claim()  # a worker has it
+  compiler.compile_dropped("a")
+  compiler.compile_dropped("b")
+  assert not compiler._pending
+  threading.Thread(target=lambda: (finish.wait(), started.result.set_result(b"")), daemon=True).start()
+  settled = threading.Thread(target=compiler.settle, daemon=True)
+  settled.start()
+  settled.join(0.2)
+  assert settled.is_alive()  # still compiling
+  finish.set()
+  settled.join(5)
+  assert not settled.is_alive()
 
 def test_beam_does_not_time_an_unoptimized_kernel_estimated_far_slower(cachedb):
   """The unoptimized kernel seeds the search only when the estimate puts it within SEED_MARGIN of the heuristics'
