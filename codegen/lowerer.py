@@ -91,6 +91,7 @@ class Lowerer:
     # the axes along which each view reads different places or changes validity (its outermost view's)
     self.moving = {view: sorted(moving_axes(st.views[-1])) for view, st in self.view_st.items()}
     self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
+    self.load_memo: dict[tuple, UOp] = {}
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
@@ -397,10 +398,7 @@ class Lowerer:
       order = self.topo_memo[node] = node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node)
     for n in order:
       if n.op is Ops.LOAD and len(n.src) == 3: memo[n] = self._gather(n, at, memo[n.src[2]])
-      elif n.op is Ops.LOAD:
-        idx, valid = self._index(n.src[1], at)
-        if valid.op is Ops.CONST: memo[n] = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
-        else: memo[n] = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
+      elif n.op is Ops.LOAD: memo[n] = self._load(n, at)
       elif n.op is Ops.VALID: memo[n] = UOp.const(dtypes.bool, True) if n.arg == STORED_ZEROS else self._index(n.src[0], at)[1]
       elif n.op is Ops.VIEW and n.src:  # a value broadcast over a view: zero where the view is padding
         valid = self._index(n, at)[1]
@@ -420,6 +418,17 @@ class Lowerer:
       elif n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): memo[n] = n
       else: raise ValueError(f"can't lower {n.op} in a kernel")
     return memo[node]
+
+  def _load(self, n: UOp, at: tuple[UOp, ...]) -> UOp:
+    """LOAD(buf, view) at `at`, zero where the view is padding; made once for all places that differ only along axes
+    the view ignores (as _index)."""
+    key = (n, *(at[a] for a in self.moving[n.src[1]]))
+    if (hit := self.load_memo.get(key)) is not None: return hit
+    idx, valid = self._index(n.src[1], at)
+    if valid.op is Ops.CONST: out = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
+    else: out = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
+    self.load_memo[key] = out
+    return out
 
   def _gather(self, n: UOp, at: tuple[UOp, ...], index_value: UOp) -> UOp:
     """LOAD(buf, VIEW(kernel -> output position), index): x at the output position with axis `dim` replaced by index."""
