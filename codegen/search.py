@@ -1,9 +1,10 @@
 """BEAM search: grow sequences of optimization actions, keep the `width` fastest kernels each round (timed on the
-real device by a caller-supplied function), stop when a round gains less than MIN_PROGRESS_S. With BEAM_ESTIMATE,
-candidates are first ranked by a static cost estimate and only the most promising are compiled and timed. The first
-beam holds the heuristics' choice and, unless the estimate puts it far behind, the unoptimized kernel, so the search
-never returns something slower than the best of those it timed. Results are cached on disk per kernel, target, width
-and version of the code generator, so a second run pays nothing."""
+real device by a caller-supplied function), stop when a round gains less than MIN_PROGRESS_S or MIN_PROGRESS of the
+best time. Candidates stay within MAX_UPCAST and MAX_POSITIONS, or the heuristics' kernel's sizes where those are
+larger. With BEAM_ESTIMATE, candidates are first ranked by a static cost estimate and only the most promising are
+compiled and timed. The first beam holds the heuristics' choice and, unless the estimate puts it far behind, the
+unoptimized kernel, so the search never returns something slower than the best of those it timed. Results are cached
+on disk per kernel, target, width and version of the code generator, so a second run pays nothing."""
 from __future__ import annotations
 import json, math
 from typing import Callable
@@ -20,6 +21,7 @@ from codegen.renderer import Renderer
 MAX_UPCAST, MAX_UNROLL, MAX_ROUNDS = 64, 32, 6
 MAX_POSITIONS = 512  # upcast x unrolled positions in a loop body: lowering time grows with them (0.15-0.3 s past 4096)
 MIN_PROGRESS_S = 10e-6  # what a round must gain on the best so far (less is within the timing noise of a launch)
+MIN_PROGRESS = 0.02     # and as a fraction of it (less is within the timing noise of a longer kernel)
 SEED_MARGIN = 2.0  # how much slower (timed or estimated) than the heuristics' kernel the unoptimized one may be and still be grown
 
 def candidate_actions(k: Kernel) -> list[Opt]:
@@ -134,7 +136,7 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     results = sorted(((opts, k, timed(opts)) for opts, k, _ in candidates), key=lambda r: r[2])
     beam = [r for r in results[:width] if math.isfinite(r[2])]
     if DEBUG >= 2 and beam: print(f"BEAM: {len(candidates)} candidates, best {beam[0][2] * 1e6:.1f} us with {beam[0][0]}")
-    if not beam or beam[0][2] > best[2] - MIN_PROGRESS_S: break
+    if not beam or beam[0][2] > best[2] - max(MIN_PROGRESS_S, MIN_PROGRESS * best[2]): break
     best = beam[0]
   if not math.isfinite(best[2]): return None
   diskcache.put("beam", key, encode_opts(best[0]))

@@ -259,8 +259,9 @@ def test_beam_does_not_time_an_unoptimized_kernel_estimated_far_slower(cachedb):
   assert timed[0] == heuristic and [] not in timed
 
 def test_beam_stops_when_a_round_gains_less_than_min_progress(cachedb):
-  """A round must beat the best so far by MIN_PROGRESS_S (10 us); a kernel already faster than that isn't searched."""
-  from codegen.search import MIN_PROGRESS_S, beam_search
+  """A round must beat the best so far by MIN_PROGRESS_S (10 us) and by MIN_PROGRESS (2%) of it; a kernel already faster
+  than MIN_PROGRESS_S isn't searched."""
+  from codegen.search import MIN_PROGRESS, MIN_PROGRESS_S, beam_search
   (item,) = matmul("CPU").schedule()
   renderer = Device["CPU"].renderer
   rounds = []
@@ -271,6 +272,10 @@ def test_beam_stops_when_a_round_gains_less_than_min_progress(cachedb):
   rounds.clear()
   beam_search(item.ast, renderer, lambda opts: MIN_PROGRESS_S / 2, 2, "fast already", prepare=prepare)
   assert len(rounds) == 1  # the seeds only
+  rounds.clear()
+  def one_percent_faster(opts): return 10e-3 * (1 - MIN_PROGRESS / 2 * len(opts))  # 100 us a step: more than MIN_PROGRESS_S
+  beam_search(item.ast, renderer, one_percent_faster, 2, "small relative gains", prepare=prepare)
+  assert len(rounds) == 2
 
 def test_beam_falls_back_when_nothing_compiles(cachedb, capsys, monkeypatch):
   from codegen.search import beam_search
