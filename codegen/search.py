@@ -98,19 +98,27 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     except Exception as e:
       if DEBUG >= 3: print(f"BEAM: candidate {opts} failed: {type(e).__name__}: {e}")
       return math.inf
-  def lowered_for_estimate(candidates: list[Candidate]) -> list[Candidate]:
-    if not BEAM_ESTIMATE: return candidates
-    out = []
+  keep = max(3 * width, 4)  # candidates a round times, the cheapest by the estimate (besides loop-order changes)
+  def always_timed(opts: list[Opt]) -> bool: return bool(opts) and opts[-1].op is OptOps.THREAD  # the estimate doesn't model caches
+  def lowered_for_estimate(candidates: list[Candidate]) -> list[tuple[float, Candidate]]:
+    """Each candidate lowered, with its estimate; each goes to `preview` at once, unless `keep` before it are estimated
+    cheaper (it can't be chosen then)."""
+    out: list[tuple[float, Candidate]] = []
     for opts, k, _ in candidates:
-      out.append(candidate := (opts, k, lowered(k, renderer)))
-      preview(candidate)
+      candidate = (opts, k, lowered(k, renderer))
+      cost = estimate(candidate[2][0])
+      if always_timed(opts) or sum(c < cost for c, _ in out) < keep: preview(candidate)
+      out.append((cost, candidate))
     return out
   def signature(k: Kernel) -> tuple: return (k.full_shape, tuple(k.axis_types), k.vector_axis)
   tuned = Kernel(ast, renderer)
   heuristic = hand_coded_optimizations(tuned, renderer.vector_width, renderer.vector_registers)
-  seeds = lowered_for_estimate([(heuristic, tuned, None)] + ([([], Kernel(ast, renderer), None)] if heuristic else []))
-  if len(seeds) == 2 and BEAM_ESTIMATE and estimate(seeds[1][2][0]) > SEED_MARGIN * estimate(seeds[0][2][0]):
-    seeds = seeds[:1]  # the unoptimized kernel would take many times as long to time as it could be worth
+  seeds: list[Candidate] = [(heuristic, tuned, None)] + ([([], Kernel(ast, renderer), None)] if heuristic else [])
+  if BEAM_ESTIMATE:
+    estimated = lowered_for_estimate(seeds)
+    seeds = [c for _, c in estimated]
+    if len(seeds) == 2 and estimated[1][0] > SEED_MARGIN * estimated[0][0]:
+      seeds = seeds[:1]  # the unoptimized kernel would take many times as long to time as it could be worth
   # the heuristics' kernel may be over the limits (AVX-512 tiles have 16 lanes x 16 positions) and is grown all the same
   upcast = _positions(tuned, AxisType.UPCAST)
   limits = (max(MAX_UPCAST, upcast), max(MAX_POSITIONS, upcast * _positions(tuned, AxisType.UNROLL)))
@@ -129,9 +137,9 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
         seen.add(signature(k))
         candidates.append((opts + [action], k, None))
     if not candidates: break
-    if BEAM_ESTIMATE:  # the estimate doesn't model caches: loop-order changes are always timed
-      ranked = sorted(lowered_for_estimate(candidates), key=lambda c: estimate(c[2][0]))
-      candidates = ranked[:max(3 * width, 4)] + [c for c in ranked[max(3 * width, 4):] if c[0][-1].op is OptOps.THREAD]
+    if BEAM_ESTIMATE:
+      ranked = [c for _, c in sorted(lowered_for_estimate(candidates), key=lambda e: e[0])]
+      candidates = ranked[:keep] + [c for c in ranked[keep:] if always_timed(c[0])]
     prepare(candidates)
     results = sorted(((opts, k, timed(opts)) for opts, k, _ in candidates), key=lambda r: r[2])
     beam = [r for r in results[:width] if math.isfinite(r[2])]
