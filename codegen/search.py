@@ -132,9 +132,8 @@ def beam_search(ast: UOp, renderer: Renderer, time_opts: Callable[[list[Opt]], f
     candidates: list[Candidate] = []
     for opts, base, _ in beam:
       for action in candidate_actions(base):
-        k = _kernel(ast, renderer, opts + [action], limits)
-        if k is None or signature(k) in seen: continue
-        seen.add(signature(k))
+        if (k := _kernel(ast, renderer, opts + [action], limits)) is None or (sig := signature(k)) in seen: continue
+        seen.add(sig)
         candidates.append((opts + [action], k, None))
     if not candidates: break
     if BEAM_ESTIMATE:

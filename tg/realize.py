@@ -41,7 +41,7 @@ def beam_opts(dev, ast: UOp) -> list | None:
     except Exception: return  # time_opts meets the error again and the candidate is skipped
     dev.compiler.compile_ahead(spec.src)
   def prepare(candidates: list) -> None:  # compile the candidates to be timed, on the workers and here; drop the others
-    chosen = [tuple(c[0]) for c in candidates]
+    chosen = {tuple(c[0]) for c in candidates}
     for c in candidates:
       if tuple(c[0]) not in started: start(c)
     for opts in [o for o in started if o not in chosen]: dev.compiler.compile_dropped(started.pop(opts).src)
