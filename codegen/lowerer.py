@@ -424,10 +424,7 @@ class Lowerer:
     the view ignores (as _index)."""
     key = (n, *(at[a] for a in self.moving[n.src[1]]))
     if (hit := self.load_memo.get(key)) is not None: return hit
-    idx, valid = self._index(n.src[1], at)
-    if valid.op is Ops.CONST: out = UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
-    else: out = valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
-    self.load_memo[key] = out
+    self.load_memo[key] = out = _guarded_load(n, *self._index(n.src[1], at))
     return out
 
   def _gather(self, n: UOp, at: tuple[UOp, ...], index_value: UOp) -> UOp:
@@ -438,9 +435,12 @@ class Lowerer:
     pos[dim] = index_value.cast(self.idx_dtype)
     valid = valid & (pos[dim] >= 0) & (pos[dim] < x_view.shape[dim])  # out of range reads 0
     idx, inner_valid = x_view.to_uops(pos, self.idx_dtype)
-    valid, idx = simplify(valid & inner_valid), simplify(idx)
-    if valid.op is Ops.CONST: return UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
-    return valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
+    return _guarded_load(n, simplify(idx), simplify(valid & inner_valid))
+
+def _guarded_load(n: UOp, idx: UOp, valid: UOp) -> UOp:
+  """The load `n` makes from its buffer at `idx`, zero where `valid` is false (the address is kept in bounds there)."""
+  if valid.op is Ops.CONST: return UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
+  return valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
 
 def _offset(base: UOp, idx: UOp) -> int | None:
   """idx - base when it is a constant."""
