@@ -40,7 +40,7 @@ class Compiler:
     if (ahead := self._pending.pop(src, None)) is not None and not ahead.claim(): self._dropped.append(ahead)
   def settle(self) -> None:
     """Return once no withdrawn compile is still running on a worker (so that nothing competes with a timed run)."""
-    for job in self._dropped: concurrent.futures.wait([job.result])
+    concurrent.futures.wait([job.result for job in self._dropped])
     self._dropped.clear()
   def compile_cached(self, src: str) -> bytes:
     if (lib := self._memory.get(src)) is not None:
