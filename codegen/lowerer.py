@@ -87,11 +87,11 @@ class Lowerer:
     self.width = k.full_shape[self.vec_axis] if self.vec_axis is not None else 1
     self.vec_is_reduce = self.vec_axis is not None and k.axis_types[self.vec_axis] is AxisType.UNROLL
     self.vec_memo: dict[tuple[UOp, ...], UOp] = {}
-    self.topo_memo: dict[UOp, list[UOp]] = {}  # _value's walk of a node: the same for every index it is lowered at
+    self.topo_memo: dict[UOp, list[tuple[UOp, tuple[int, ...]]]] = {}  # _value's walk of a node, with each node's axes
+    self.value_memo: dict[tuple, UOp] = {}
     # the axes along which each view reads different places or changes validity (its outermost view's)
     self.moving = {view: sorted(moving_axes(st.views[-1])) for view, st in self.view_st.items()}
     self.index_memo: dict[tuple, tuple[UOp, UOp]] = {}
-    self.load_memo: dict[tuple, UOp] = {}
     self.lane = UOp.const(self.idx_dtype, 0)  # a tensor core's lane (its thread index)
     self.tc_axes = {t: k.axes_of(t)[0] for t in (AxisType.TC_M, AxisType.TC_N, AxisType.TC_K)} if k.tensor_core is not None else {}
     self.b_staging: UOp | None = None          # wgmma: the shared memory its B tiles are staged in
@@ -151,7 +151,7 @@ class Lowerer:
         lanes = self._store_lanes(tile)
         ats = [self._at(idxs, lane, post_reduce=True) for lane in lanes]
         places = [self._index(view, at) for at in ats]
-        vec = self.vectorize([self._value(value, at, lane) for at, lane in zip(ats, lanes)])
+        vec = self._lanes_value(value, ats, lanes)
         if len(lanes) > 1 and vec.dtype != dtypes.bool.vec(self.width) and all(_offset(places[0][0], idx) == i for i, (idx, _) in enumerate(places)):
           gate = self.vectorize([valid for _, valid in places])
           b.append(UOp(Ops.STORE, dtypes.void, (buf, places[0][0], self._widen(vec)) + (() if _always(gate) else (gate,))))
@@ -229,8 +229,9 @@ class Lowerer:
           acc = self.accs[(r, self._tile_key(tile))]
           total = UOp(Ops.LOAD, acc.dtype, (acc,))
           for unroll in unrolls:
-            lanes = [self._value(r.src[0], self._at(idxs, {**lane, **unroll}), lane) for lane in self._lanes(tile)]
-            total = total.alu(r.arg[0], self._widen(self.vectorize(lanes)))
+            lanes = self._lanes(tile)
+            value = self._lanes_value(r.src[0], [self._at(idxs, {**lane, **unroll}) for lane in lanes], lanes)
+            total = total.alu(r.arg[0], self._widen(value))
           b.append(UOp(Ops.STORE, dtypes.void, (acc, total)))
     for rng in reversed(loops): b.close_range(rng)
     b.close_scope()
@@ -390,42 +391,74 @@ class Lowerer:
     self.index_memo[key] = (idx, valid)
     return idx, valid
 
+  def _walk(self, node: UOp) -> list[tuple[UOp, tuple[int, ...]]]:
+    """The nodes _value computes for `node`, each after its sources, with the axes its value depends on: those its views
+    move along, and for a reduction's result the upcast axes (one accumulator per tile and lane)."""
+    if (hit := self.topo_memo.get(node)) is not None: return hit
+    upcast_axes = set(self.k.axes_of(AxisType.UPCAST))
+    axes: dict[UOp, set[int]] = {}
+    for n in node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node):
+      if n.op is Ops.REDUCE_AXIS: axes[n] = upcast_axes
+      else: axes[n] = set(self.moving[view]) if (view := _view_read(n)) is not None else set()
+      for s in n.src: axes[n] = axes[n] | axes.get(s, set())
+    self.topo_memo[node] = out = [(n, tuple(sorted(a))) for n, a in axes.items()]
+    return out
+
   def _value(self, node: UOp, at: tuple[UOp, ...], upcast: dict[int, UOp], tc_elem: int = 0) -> UOp:
     """The UOp computing `node` at index `at` (unrolled axes are constants in `at`); a reduction computed by tensor
     cores reads element `tc_elem` of its accumulator."""
     memo: dict[UOp, UOp] = {}
-    if (order := self.topo_memo.get(node)) is None:
-      order = self.topo_memo[node] = node.toposort(stop=lambda u: u.op is Ops.REDUCE_AXIS and u is not node)
-    for n in order:
-      if n.op is Ops.LOAD and len(n.src) == 3: memo[n] = self._gather(n, at, memo[n.src[2]])
-      elif n.op is Ops.LOAD: memo[n] = self._load(n, at)
-      elif n.op is Ops.VALID: memo[n] = UOp.const(dtypes.bool, True) if n.arg == STORED_ZEROS else self._index(n.src[0], at)[1]
-      elif n.op is Ops.VIEW and n.src:  # a value broadcast over a view: zero where the view is padding
-        valid = self._index(n, at)[1]
-        memo[n] = memo[n.src[0]] if valid.op is Ops.CONST and valid.arg else valid.where(memo[n.src[0]], UOp.const(n.dtype, 0))
-      elif n.op is Ops.ARANGE:
-        idx, valid = self._index(n.src[0], at)
-        memo[n] = simplify(valid.where(idx, 0)).cast(n.dtype)
-      elif n.op is Ops.REDUCE_AXIS:
-        acc = self.accs[(n, self._tile_key(upcast))]
-        total = UOp(Ops.LOAD, acc.dtype, (acc,))
-        if self.k.tensor_core is not None: memo[n] = UOp(Ops.GEP, n.dtype, (total,), tc_elem)
-        elif self.vec_axis is None: memo[n] = total
-        elif self.vec_is_reduce: memo[n] = _horizontal(total, n.arg[0])
-        else: memo[n] = UOp(Ops.GEP, n.dtype, (total,), upcast[self.vec_axis].arg)
-      elif n.op is Ops.WHERE and _always(memo[n.src[0]]): memo[n] = memo[n.src[1]]
-      elif n.op in ELEMENTWISE: memo[n] = UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)
-      elif n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): memo[n] = n
-      else: raise ValueError(f"can't lower {n.op} in a kernel")
+    needed, misses = {node}, []
+    for n, axes in reversed(self._walk(node)):  # each node before its sources: a node made before needs none of them
+      if n not in needed: continue
+      key = (n, tc_elem, *(at[a] for a in axes))  # a node is made once for all places that agree on its axes
+      if (hit := self.value_memo.get(key)) is not None: memo[n] = hit
+      else:
+        misses.append((n, key))
+        if n.op in ELEMENTWISE or n.op is Ops.VIEW or n.op is Ops.LOAD: needed.update(n.src)
+    for n, key in reversed(misses): memo[n] = self.value_memo[key] = self._node(n, memo, at, upcast, tc_elem)
     return memo[node]
 
-  def _load(self, n: UOp, at: tuple[UOp, ...]) -> UOp:
-    """LOAD(buf, view) at `at`, zero where the view is padding; made once for all places that differ only along axes
-    the view ignores (as _index)."""
-    key = (n, *(at[a] for a in self.moving[n.src[1]]))
-    if (hit := self.load_memo.get(key)) is not None: return hit
-    self.load_memo[key] = out = _guarded_load(n, *self._index(n.src[1], at))
-    return out
+  def _lanes_value(self, node: UOp, ats: list[tuple[UOp, ...]], lanes: list[dict[int, UOp]]) -> UOp:
+    """vectorize([_value(node, at, lane) for each lane]), built node by node: a node that doesn't move along the vector
+    axis is made once as a scalar, an elementwise node of vector sources is one vector op, and only the rest (loads,
+    reads of views and accumulators) is made lane by lane."""
+    if len(lanes) == 1: return self._value(node, ats[0], lanes[0])
+    memo: dict[UOp, UOp] = {}
+    for n, axes in self._walk(node):
+      if self.vec_axis not in axes:
+        key = (n, 0, *(ats[0][a] for a in axes))
+        if (hit := self.value_memo.get(key)) is None: hit = self.value_memo[key] = self._node(n, memo, ats[0], lanes[0], 0)
+        memo[n] = hit
+      elif n.op is Ops.WHERE and _always(memo[n.src[0]]): memo[n] = memo[n.src[1]]
+      elif n.op in ELEMENTWISE and all(memo[s].dtype.count == 1 for s in n.src):  # its lanes turned out all the same
+        memo[n] = UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)
+      elif n.op in ELEMENTWISE and not (n.op is Ops.WHERE and _some_lane_always(memo[n.src[0]])):
+        memo[n] = UOp(n.op, n.dtype.vec(self.width), tuple(self._widen(memo[s]) for s in n.src), n.arg)
+      else: memo[n] = self.vectorize([self._value(n, at, lane) for at, lane in zip(ats, lanes)])
+    return memo[node]
+
+  def _node(self, n: UOp, memo: dict[UOp, UOp], at: tuple[UOp, ...], upcast: dict[int, UOp], tc_elem: int) -> UOp:
+    """Node n at `at`, its sources' values in memo."""
+    if n.op is Ops.LOAD and len(n.src) == 3: return self._gather(n, at, memo[n.src[2]])
+    if n.op is Ops.LOAD: return _guarded_load(n, *self._index(n.src[1], at))
+    if n.op is Ops.VALID: return UOp.const(dtypes.bool, True) if n.arg == STORED_ZEROS else self._index(n.src[0], at)[1]
+    if n.op is Ops.VIEW and n.src:  # a value broadcast over a view: zero where the view is padding
+      valid = self._index(n, at)[1]
+      return memo[n.src[0]] if valid.op is Ops.CONST and valid.arg else valid.where(memo[n.src[0]], UOp.const(n.dtype, 0))
+    if n.op is Ops.ARANGE:
+      idx, valid = self._index(n.src[0], at)
+      return simplify(valid.where(idx, 0)).cast(n.dtype)
+    if n.op is Ops.REDUCE_AXIS:
+      acc = self.accs[(n, self._tile_key(upcast))]
+      total = UOp(Ops.LOAD, acc.dtype, (acc,))
+      if self.k.tensor_core is not None: return UOp(Ops.GEP, n.dtype, (total,), tc_elem)
+      if self.vec_axis is None: return total
+      return _horizontal(total, n.arg[0]) if self.vec_is_reduce else UOp(Ops.GEP, n.dtype, (total,), upcast[self.vec_axis].arg)
+    if n.op is Ops.WHERE and _always(memo[n.src[0]]): return memo[n.src[1]]
+    if n.op in ELEMENTWISE: return UOp(n.op, n.dtype, tuple(memo[s] for s in n.src), n.arg)
+    if n.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.DEFINE_GLOBAL, Ops.VIEW): return n
+    raise ValueError(f"can't lower {n.op} in a kernel")
 
   def _gather(self, n: UOp, at: tuple[UOp, ...], index_value: UOp) -> UOp:
     """LOAD(buf, VIEW(kernel -> output position), index): x at the output position with axis `dim` replaced by index."""
@@ -436,6 +469,11 @@ class Lowerer:
     valid = valid & (pos[dim] >= 0) & (pos[dim] < x_view.shape[dim])  # out of range reads 0
     idx, inner_valid = x_view.to_uops(pos, self.idx_dtype)
     return _guarded_load(n, simplify(idx), simplify(valid & inner_valid))
+
+def _view_read(n: UOp) -> UOp | None:
+  """The view whose index or validity node n reads, if any."""
+  if n.op in (Ops.LOAD, Ops.VALID, Ops.ARANGE): return n.src[1] if n.op is Ops.LOAD else n.src[0]
+  return n if n.op is Ops.VIEW and n.src else None
 
 def _guarded_load(n: UOp, idx: UOp, valid: UOp) -> UOp:
   """The load `n` makes from its buffer at `idx`, zero where `valid` is false (the address is kept in bounds there)."""
@@ -501,6 +539,10 @@ def _step_window(valid: UOp, step: UOp, steps: set[UOp]) -> tuple[tuple[int, UOp
   return lower, upper
 
 def _always(gate: UOp) -> bool: return gate.op is Ops.CONST and gate.arg is True
+
+def _some_lane_always(gate: UOp) -> bool:
+  """Whether a lane of vector `gate` is the constant True (only a VECTORIZE has lanes of its own)."""
+  return gate.op is Ops.VECTORIZE and any(_always(s) for s in gate.src)
 
 def _lane(x: UOp, i: int) -> UOp: return UOp(Ops.GEP, x.dtype.scalar, (x,), i) if x.dtype.count > 1 else x
 
