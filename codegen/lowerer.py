@@ -483,8 +483,14 @@ def _guarded_load(n: UOp, idx: UOp, valid: UOp) -> UOp:
 def _offset(base: UOp, idx: UOp) -> int | None:
   """idx - base when it is a constant."""
   if idx is base: return 0
-  (t1, k1), (t2, k2) = split_terms(base), split_terms(idx)
+  (t1, k1), (t2, k2) = _terms(base), _terms(idx)
   return k2 - k1 if t1 == t2 else None
+
+@functools.lru_cache(maxsize=1 << 14)
+def _terms(idx: UOp) -> tuple[frozenset, int]:
+  """idx's terms and constant (split_terms), made once: every lane of a vector is compared with the first."""
+  terms, const = split_terms(idx)
+  return frozenset(terms.items()), const
 
 def _horizontal(x: UOp, op: Ops) -> UOp:
   """Combine the lanes of vector x with op, pairwise."""

@@ -23,7 +23,7 @@ class DType:
   def scalar(self) -> DType: return self if self.count == 1 else getattr(dtypes, self.name[:-len(str(self.count))])
   def vec(self, n: int) -> DType:
     assert self.count == 1, f"can't vectorize {self}"
-    return self if n == 1 else DType(self.priority, self.itemsize * n, f"{self.name}{n}", None, n)
+    return self if n == 1 else _vector(self, n)
   def ptr(self, size: int = -1, local: bool = False, image: Image | None = None) -> PtrDType:
     return PtrDType(self.priority, 8, f"{self.name}*", None, 1, self, size, local, image)
   @property
@@ -34,6 +34,11 @@ class DType:
   def max(self):
     """The largest value: 2**(bits-1)-1 or 2**bits-1 for ints, True for bool, inf for every float."""
     return dtype_max(self)
+
+@functools.cache
+def _vector(scalar: DType, n: int) -> DType:
+  """The n-lane vector of `scalar`, made once (lowering asks for vector types by the ten thousand)."""
+  return DType(scalar.priority, scalar.itemsize * n, f"{scalar.name}{n}", None, n)
 
 @dataclass(frozen=True)
 class Image:
