@@ -227,7 +227,8 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
     if per_step:
       block = max(1, CACHE_BUDGET // per_step)
       divisor = max((d for d in range(1, min(block, k.full_shape[inner]) + 1) if k.full_shape[inner] % d == 0), default=1)
-      if divisor < k.full_shape[inner]: try_opt(Opt(OptOps.THREAD, inner, divisor))
+      # blocks of one iteration: the whole inner axis goes outside (a THREAD amount of 0; 1 would split off nothing)
+      if divisor < k.full_shape[inner]: try_opt(Opt(OptOps.THREAD, inner, divisor if divisor > 1 else 0))
 
   if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
 

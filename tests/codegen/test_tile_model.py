@@ -3,7 +3,7 @@ by hand from the loads one reduction step makes, and the tile the heuristics pic
 import numpy as np
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import TILE_SLACK, _tile_model, hand_coded_optimizations
+from codegen.heuristic import CACHE_BUDGET, TILE_SLACK, _tile_model, hand_coded_optimizations
 from codegen.kernel import Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
 
@@ -73,3 +73,14 @@ def test_the_smallest_tile_within_the_slack_of_the_cheapest_is_made():
   model = _tile_model(k, 16)
   for n in (1, 2, 4, 8, 16): assert np.isclose(model({0: n})[0], 17.25 + 1.125 / n), n
   assert model({0: 2})[0] <= TILE_SLACK * model({0: 16})[0] < model({0: 1})[0]
+
+def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
+  """4096 x 4096: one 2-panel block of b is 4 bytes x 4096 steps x 32 columns = 512 KiB, the whole CACHE_BUDGET, so
+  blocks of one panel pair each stay in cache while every row reads them: the panel axis (1) becomes the outermost
+  loop, whole. 2048: two panel pairs fit, in blocks of 2."""
+  assert CACHE_BUDGET == 4 * 4096 * 32
+  for n, thread in ((4096, Opt(OptOps.THREAD, 2, 0)), (2048, Opt(OptOps.THREAD, 2, 2))):
+    k = packed_matmul_kernel(n, 16)
+    opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+    assert [o for o in opts if o.op is OptOps.THREAD] == [thread], n
+    assert k.full_shape[0] == n // 32 // max(thread.amt, 1), (n, k.full_shape)
