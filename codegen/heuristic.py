@@ -13,6 +13,8 @@ from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
 LINE_BYTES = 64         # a cache line
 LINE_COST = 2           # filling a cache line from L2 takes about as long as two loads (a core fills one line a cycle, issues two loads)
 TILE_SLACK = 1.05       # register tiles whose costs are within this factor are taken as equally fast
+LANES_IN_FLIGHT = 16    # accumulator lanes a reduction keeps in flight: enough to hide an add's latency
+LONG_CHAIN = 1024       # adds into one accumulator from which that matters (a BN statistic's 3200: 5.2 -> 3.6 ms; 144-288: no gain)
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
@@ -212,6 +214,19 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   best = min((tile for cost, tile in fitting if cost <= cheapest * TILE_SLACK), key=lambda t: prod(t.values()))
   for a in sorted(best, reverse=True):  # from the last axis, so that splitting one leaves the others' positions alone
     if best[a] > 1: try_opt(Opt(OptOps.UPCAST, a, best[a]))
+
+  # 2b. accumulators in flight: each add into an accumulator waits for the one before (a few cycles), so where each
+  # accumulator takes a long chain of adds (LONG_CHAIN: too long for the core to overlap the next outputs' chains), a
+  # tile whose accumulators hold fewer than LANES_IN_FLIGHT lanes in all takes more positions along output axes
+  vector_lanes = k.full_shape[k.vector_axis] if k.vector_axis is not None else 1
+  summed = prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
+  chain = summed // vector_lanes if k.vector_axis in k.axes_of(AxisType.UNROLL) else summed
+  if k.splits_across_cores and chain >= LONG_CHAIN:
+    in_flight = vector_lanes * prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST) if u != k.vector_axis)
+    for a in reversed(k.axes_of(AxisType.GLOBAL)):  # innermost first
+      if in_flight >= LANES_IN_FLIGHT or not isinstance(size := k.full_shape[a], int): continue
+      amt = max((d for d in range(2, -(-LANES_IN_FLIGHT // in_flight) + 1) if size % d == 0), default=0)
+      if amt and try_opt(Opt(OptOps.UPCAST, a, amt)): in_flight *= amt
 
   # 3. cache blocking: the loads that don't change along the outer output axis (a panel of B in a matmul) are read
   # again for each of its iterations; block the inner axis so one block of that data stays in cache

@@ -1,10 +1,11 @@
 """The heuristics' register-tile model (codegen.heuristic._tile_model): its estimates for a matmul's tiles, worked out
-by hand from the loads one reduction step makes, and the tile the heuristics pick from them."""
+by hand from the loads one reduction step makes, and the tile the heuristics pick from them; and the rules around the
+tile: accumulator lanes in flight, cache blocks of B panels."""
 import numpy as np
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import CACHE_BUDGET, TILE_SLACK, _tile_model, hand_coded_optimizations
-from codegen.kernel import Kernel, Opt, OptOps
+from codegen.heuristic import CACHE_BUDGET, LANES_IN_FLIGHT, LONG_CHAIN, TILE_SLACK, _tile_model, hand_coded_optimizations
+from codegen.kernel import AxisType, Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
 
 AVX512 = LLVMRenderer("+avx512f")  # 16 float lanes, 32 vector registers
@@ -84,3 +85,15 @@ def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
     opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
     assert [o for o in opts if o.op is OptOps.THREAD] == [thread], n
     assert k.full_shape[0] == n // 32 // max(thread.amt, 1), (n, k.full_shape)
+
+def test_a_long_reduction_keeps_sixteen_accumulator_lanes_in_flight():
+  """Each add into an accumulator waits for the one before, so where an accumulator sums a chain of LONG_CHAIN or
+  more, the tile holds at least LANES_IN_FLIGHT accumulator lanes: sums of 1024 pairs (2-lane vectors, chains of
+  1024) take 8 outputs at once. Sums of 100 pairs, and rows of 200 (8-lane vectors, chains of 25), are left alone."""
+  assert (LANES_IN_FLIGHT, LONG_CHAIN) == (16, 1024)
+  for shape, axes, lanes, outputs in (((1024, 64, 2), (0, 2), 2, 8), ((100, 64, 2), (0, 2), 2, 1), ((64, 200), (1,), 8, 1)):
+    (item,) = [i for i in Tensor.empty(*shape).sum(axes).schedule() if i.ast.op is Ops.SINK]
+    k = Kernel(item.ast, AVX512)
+    hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+    assert k.full_shape[k.vector_axis] == lanes, shape
+    assert np.prod([k.full_shape[a] for a in k.axes_of(AxisType.UPCAST) if a != k.vector_axis]) == outputs, shape
