@@ -10,8 +10,9 @@ from drivers.system import ffi
 
 # how long a thread spins before it sleeps in the kernel: a wake-up costs 50-200 us in a VM, so a worker that slept
 # between two launches a JIT replay or a loop makes with Python in between came too late to help (256 and 512
-# matmul replays: 0.44-0.54x and 0.72x numpy with 50 us, 0.66-0.69x and 0.86x with 250 us)
-SPIN_S = 250e-6
+# matmul replays: 0.44-0.54x and 0.72x numpy with 50 us, 0.66-0.69x and 0.86x with 250 us; with 250 us, 4 of 20
+# processes still replayed a 256 matmul at one thread's speed, with 1 ms none of 20)
+SPIN_S = 1e-3
 # the pool's int64 words, as the IR below indexes them: 0 COUNTER = generation << 40 | chunks << 20 | next chunk to
 # claim; 1 DONE = chunks finished; 2-4 the entry, argv and iteration count; 5 SLEEPERS = workers asleep on COUNTER's
 # upper half; 6 WAITING = the launcher asleep on DONE

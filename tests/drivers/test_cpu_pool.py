@@ -86,7 +86,7 @@ def test_a_woken_worker_takes_chunks(pool_and_entry):
 
 def wait_until_asleep(pool) -> None:
   deadline = time.monotonic() + 10
-  while pool.sleeping < pool.workers and time.monotonic() < deadline: time.sleep(0.001)  # spinning ends after ~250 us
+  while pool.sleeping < pool.workers and time.monotonic() < deadline: time.sleep(0.001)  # spinning ends after SPIN_S
   assert pool.sleeping == pool.workers
 
 def test_sleeping_workers_stay_asleep_without_wake(pool_and_entry):
