@@ -77,8 +77,8 @@ def test_the_smallest_tile_within_the_slack_of_the_cheapest_is_made():
 
 def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
   """4096 x 4096: one 2-panel block of b is 4 bytes x 4096 steps x 32 columns = 512 KiB, the whole CACHE_BUDGET, so
-  blocks of one panel pair each stay in cache while every row reads them: the panel axis (1) becomes the outermost
-  loop, whole. 2048: two panel pairs fit, in blocks of 2."""
+  blocks of one panel pair each stay in cache while every row reads them: the panel axis (axis 2 once the
+  8-row tile is split off) becomes the outermost loop, whole. 2048: two panel pairs fit, in blocks of 2."""
   assert CACHE_BUDGET == 4 * 4096 * 32
   for n, thread in ((4096, Opt(OptOps.THREAD, 2, 0)), (2048, Opt(OptOps.THREAD, 2, 2))):
     k = packed_matmul_kernel(n, 16)
