@@ -4,7 +4,7 @@ GFLOPS cases, the fraction of this CPU's fp32 peak (measured first with register
 the median build time (optimize + lower + compile) per kernel. The eager column pays for building and scheduling the
 graph at every call; the JIT columns are the kernels and their launch. Each side is timed after a pause, so another
 library's worker threads that spin after a call (OpenBLAS's, OpenMP's) have gone idle. Switches: REPEAT (timed runs
-per case, default 5), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
+per case, default 5; they go on until they have lasted 0.2 s), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
@@ -19,11 +19,14 @@ REPEAT = int(os.environ.get("REPEAT", 5))
 
 SETTLE_S = 0.3  # OpenBLAS's threads spin for about 2**28 cycles after a call before they sleep
 
+MIN_TIMED_S = 0.2  # and the timed runs last at least this long: the first replays after a BEAM search run slow (256
+                   # and 512 matmuls at one thread's speed in 5 of 6 processes with 5 runs, none with 20)
+
 def best(fn, repeat: int = REPEAT) -> float:
   time.sleep(SETTLE_S)
   fn()
-  times = []
-  for _ in range(repeat):
+  times: list[float] = []
+  while len(times) < repeat or sum(times) < MIN_TIMED_S:
     st = time.perf_counter()
     fn()
     times.append(time.perf_counter() - st)
