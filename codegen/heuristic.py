@@ -220,7 +220,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   # tile whose accumulators hold fewer than LANES_IN_FLIGHT lanes in all takes more positions along output axes
   vector_lanes = k.full_shape[k.vector_axis] if k.vector_axis is not None else 1
   summed = prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.REDUCE, AxisType.UNROLL))
-  chain = summed // vector_lanes if k.vector_axis in k.axes_of(AxisType.UNROLL) else summed
+  chain = summed if vec_is_output else summed // vector_lanes  # lanes along a reduction split its chain
   if k.splits_across_cores and chain >= LONG_CHAIN:
     in_flight = vector_lanes * prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST) if u != k.vector_axis)
     for a in reversed(k.axes_of(AxisType.GLOBAL)):  # innermost first
