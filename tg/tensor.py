@@ -17,6 +17,7 @@ from tg.movement import MovementMixin
 from tg.numpy_bridge import decode, dtype_of_numpy, encode, storage_dtype, value_dtype
 from tg.processing import ProcessingMixin
 from tg.realize import capture_stack, run_schedule
+from tg.memory_plan import share_memory
 from tg.reduce import ReduceMixin
 from tg.schedule import AS_IMAGE, buffer_of, contiguous_region
 from tg.schedule_cache import create_schedule
@@ -144,12 +145,14 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if not targets: return
     plan = distribute(targets)  # multi-device tensors as one graph per device
     items, becomes, _ = create_schedule(dedup(p for t in targets for p in _parts(plan.get(t, t))))
-    run_schedule(items)
+    created = _buffers_in(list(becomes.values()))
     memo: dict[UOp, UOp] = {}
     for n, d in plan.items():  # logical nodes whose every part was stored (the targets, and what the scheduler kept) read those
       parts = tuple(_substituted(p, becomes, memo) for p in _parts(d))
       if all(_is_realized(p) for p in parts): becomes[n] = UOp(Ops.MULTI, d.dtype, parts, d.arg) if d.op is Ops.MULTI else parts[0]
-    _apply_becomes(becomes, {t.uop: t for t in tensors})
+    pointings = _new_graphs(becomes, {t.uop: t for t in tensors})
+    run_schedule(share_memory(items, created, kept=lambda: _buffers_in([new for _, new in pointings])))
+    _point_all(pointings)
   def _own_buffer_possible(self) -> bool: return isinstance(self.device, str) and all_int(self.shape)
   def _into_new_buffer(self) -> UOp:
     """self's value written into a new buffer: the node of a tensor that shares no memory with any other."""
@@ -315,24 +318,32 @@ def _substituted(u: UOp, becomes: dict[UOp, UOp], memo: dict[UOp, UOp]) -> UOp:
     else: memo[n] = n
   return memo[u]
 
-def _apply_becomes(becomes: dict[UOp, UOp], realized: dict[UOp, Tensor]) -> None:
-  """Point every live tensor at the buffers its graph was just computed into. Another tensor whose whole value is one
-  that was realized stays as it is: it was made on its own (a second Tensor.zeros(3)), and sharing the buffer would
-  let an assign to one change the other."""
+def _new_graphs(becomes: dict[UOp, UOp], realized: dict[UOp, Tensor]) -> list[tuple[Tensor, UOp]]:
+  """Each live tensor with its graph reading the buffers it was just computed into. Another tensor whose whole value
+  is one that was realized stays as it is: it was made on its own (a second Tensor.zeros(3)), and sharing the buffer
+  would let an assign to one change the other."""
   memo: dict[UOp, UOp] = {}
-  # a tensor reading a buffer changes only when it is one of those realized (a view of a buffer, copied into its own)
+  pointings: list[tuple[Tensor, UOp]] = []
   for t in {**Tensor._pending, **{id(t): t for t in realized.values()}}.values():
-    if t.uop.base.op is Ops.BUFFER and t.uop not in becomes:
-      Tensor._pending.pop(id(t), None)
-      continue
-    if (owner := realized.get(t.uop)) is not None and owner is not t: continue
-    new = _substituted(t.uop, becomes, memo)
+    # a tensor reading a buffer changes only when it is one of those realized (a view of a buffer, copied into its own)
+    if t.uop.base.op is Ops.BUFFER and t.uop not in becomes: pointings.append((t, t.uop))
+    elif (owner := realized.get(t.uop)) is None or owner is t: pointings.append((t, _substituted(t.uop, becomes, memo)))
+  return pointings
+
+def _point_all(pointings: list[tuple[Tensor, UOp]]) -> None:
+  """Point each tensor at its new graph (_new_graphs), once the schedule has run."""
+  for t, new in pointings:
     if new is not t.uop:
       if t.requires_grad:
         if t._leaf: t._remember_alias()  # graphs built before this realize still name the leaf by its old node
         else: _grad_origins[new] = t.uop
       t._point_at(new)
-      if new.base.op is Ops.BUFFER: Tensor._pending.pop(id(t), None)
+    if new.base.op is Ops.BUFFER: Tensor._pending.pop(id(t), None)
+
+def _buffers_in(graphs: list[UOp]) -> set[Buffer]:
+  """The (base) buffers the graphs read."""
+  nodes = UOp(Ops.SINK, dtypes.void, tuple(graphs)).toposort() if graphs else []
+  return {u.arg[0].base for u in nodes if u.op is Ops.BUFFER and isinstance(u.arg[0], Buffer)}
 
 # a realized non-leaf's buffer view -> the graph that computed it, so gradients can flow through realized tensors
 _grad_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
