@@ -255,6 +255,7 @@ class Scheduler:
     self.becomes = {k: v for k, v in self.becomes.items() if (b := buffer_of(v)) is None or b[0] not in dropped}
     for old, new in self.replaced.items():  # nodes of the caller's graph that were rewritten (split reductions)
       if new in self.becomes: self.becomes[old] = self.becomes[new]
+      elif new.base in self.becomes: self.becomes[old] = substitute(new, {new.base: self.becomes[new.base]})  # a view of a stored node
     items = _order(_merge_sibling_reductions(self.items))
     tracing.stage("kernels", items)
     return items, self.becomes

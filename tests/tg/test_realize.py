@@ -50,3 +50,18 @@ def test_only_tensors_that_may_need_a_realizes_results_are_visited_by_it():
   assert any(u.op is Ops.BUFFER and u.arg[0] is lazy.uop.base.arg[0] for u in reader.uop.toposort())
   np.testing.assert_array_equal(reader.numpy(), [3, 3, 3])
   assert id(reader) not in Tensor._pending
+
+def test_a_realized_split_reduction_reads_its_buffer_afterwards():
+  """A reduction big enough to be split in two kernels, realized, is its stored result afterwards: nothing is
+  computed again when it is read (its tensor once kept the graph, and every read ran both kernels again)."""
+  from drivers.device import GlobalCounters
+  from tg.tensor import _is_realized
+  x = np.random.default_rng(0).standard_normal((64, 4, 32, 32)).astype(np.float32)  # 65536 summed into each of 4
+  for realize_with_consumer in (False, True):
+    s = Tensor(x).sum((0, 2, 3))
+    if realize_with_consumer: Tensor.realize_all(s, s * 2)  # the second kernel could be fused into the consumer
+    else: s.realize()
+    assert _is_realized(s.uop)
+    before = GlobalCounters.kernel_count
+    np.testing.assert_allclose(s.numpy(), x.sum((0, 2, 3), dtype=np.float64), rtol=1e-5)
+    assert GlobalCounters.kernel_count == before
