@@ -25,8 +25,9 @@ class Optimizer:
     for p in self.params: p.grad = None
 
   def step(self) -> None:
-    """Apply one update (realizes parameters, optimizer state and buffers in one schedule)."""
-    Tensor.realize_all(*self.schedule_step())
+    """Apply one update (realizes parameters, optimizer state, buffers and the gradients in one schedule: a gradient
+    left unrealized would keep the intermediates its graph reads alive until zero_grad)."""
+    Tensor.realize_all(*self.schedule_step(), *[p.grad for p in self.params if p.grad is not None])
 
   def schedule_step(self) -> list[Tensor]:
     """The tensors an update writes, not yet realized: updated params, optimizer state, buffers."""
