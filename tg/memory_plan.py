@@ -4,10 +4,10 @@ to the last). The first run of a training step then touches about its peak live 
 its intermediates, and on a VM every first touch of fresh memory can cost a host page fault."""
 from __future__ import annotations
 from collections import defaultdict
-from typing import Callable
 from ir.dtype import dtypes
 from ir.ops import Ops
 from ir.switches import DEBUG
+from ir.uop import UOp
 from drivers.device import Buffer, Device
 from drivers.host_memory import HostAllocator
 from tg.schedule import ScheduleItem
@@ -19,8 +19,8 @@ def _shareable(b: Buffer) -> bool:
   return (b.base is b and not b.is_allocated() and b.options is None and b.nbytes >= MIN_SHARED_BYTES
           and isinstance(Device[b.device].allocator, HostAllocator))
 
-def _lifetimes(items: list[ScheduleItem], created: set[Buffer]) -> dict[Buffer, tuple[int, int]]:
-  """(first, last) item index of each buffer the schedule made that is only used whole by kernels and is big enough
+def _lifetimes(items: list[ScheduleItem]) -> dict[Buffer, tuple[int, int]]:
+  """(first, last) item index of each buffer not yet in memory that only kernels use, whole, and that is big enough
   to be worth sharing."""
   span: dict[Buffer, tuple[int, int]] = {}
   refused: set[Buffer] = set()
@@ -28,8 +28,13 @@ def _lifetimes(items: list[ScheduleItem], created: set[Buffer]) -> dict[Buffer, 
     for b in item.bufs:
       # a copy may run on another device's queue, and a view would need its base moved with it
       if item.ast.op is Ops.COPY or b.base is not b: refused.add(b.base)
-      elif b in created: span[b] = (span.get(b, (i, i))[0], i)
+      else: span[b] = (span.get(b, (i, i))[0], i)
   return {b: s for b, s in span.items() if b not in refused and _shareable(b)}
+
+def buffers_in(graphs: list[UOp]) -> set[Buffer]:
+  """The (base) buffers the graphs read."""
+  nodes = UOp(Ops.SINK, dtypes.void, tuple(graphs)).toposort() if graphs else []
+  return {u.arg[0].base for u in nodes if u.op is Ops.BUFFER and isinstance(u.arg[0], Buffer)}
 
 def _offsets(spans: dict[Buffer, tuple[int, int]]) -> tuple[dict[Buffer, int], int]:
   """A page-aligned offset per buffer, first fit from the largest down, so that buffers live at the same time never
@@ -46,15 +51,14 @@ def _offsets(spans: dict[Buffer, tuple[int, int]]) -> tuple[dict[Buffer, int], i
     at[b] = offset
   return at, max((p[1] for p in placed), default=0)
 
-def share_memory(items: list[ScheduleItem], created: set[Buffer], kept: Callable[[], set[Buffer]]) -> list[ScheduleItem]:
-  """`items` with the intermediates among `created` (the buffers the scheduler made) that are not kept (held by a
-  tensor afterwards; asked only when two or more could share) replaced by views of one block per device, where that
-  saves memory."""
-  if len(spans := _lifetimes(items, created)) < 2: return items
-  held = kept()
+def share_memory(items: list[ScheduleItem], results: list[UOp], held: list[UOp]) -> list[ScheduleItem]:
+  """`items` with their intermediates replaced by views of one block per device, where that saves memory: the buffers
+  of `results` (what the scheduler computed) that no graph in `held` (the live tensors' graphs afterwards) reads."""
+  if len(spans := _lifetimes(items)) < 2: return items
+  made, kept = buffers_in(results), buffers_in(held)
   by_device: dict[str, dict[Buffer, tuple[int, int]]] = defaultdict(dict)
   for b, span in spans.items():
-    if b not in held: by_device[b.device][b] = span
+    if b in made and b not in kept: by_device[b.device][b] = span
   replace: dict[Buffer, Buffer] = {}
   for device, spans in by_device.items():
     at, size = _offsets(spans)

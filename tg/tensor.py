@@ -145,13 +145,12 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if not targets: return
     plan = distribute(targets)  # multi-device tensors as one graph per device
     items, becomes, _ = create_schedule(dedup(p for t in targets for p in _parts(plan.get(t, t))))
-    created = _buffers_in(list(becomes.values()))
     memo: dict[UOp, UOp] = {}
     for n, d in plan.items():  # logical nodes whose every part was stored (the targets, and what the scheduler kept) read those
       parts = tuple(_substituted(p, becomes, memo) for p in _parts(d))
       if all(_is_realized(p) for p in parts): becomes[n] = UOp(Ops.MULTI, d.dtype, parts, d.arg) if d.op is Ops.MULTI else parts[0]
     pointings = _new_graphs(becomes, {t.uop: t for t in tensors})
-    run_schedule(share_memory(items, created, kept=lambda: _buffers_in([new for _, new in pointings])))
+    run_schedule(share_memory(items, list(becomes.values()), held=[new for _, new in pointings]))
     _point_all(pointings)
   def _own_buffer_possible(self) -> bool: return isinstance(self.device, str) and all_int(self.shape)
   def _into_new_buffer(self) -> UOp:
@@ -339,11 +338,6 @@ def _point_all(pointings: list[tuple[Tensor, UOp]]) -> None:
         else: _grad_origins[new] = t.uop
       t._point_at(new)
     if new.base.op is Ops.BUFFER: Tensor._pending.pop(id(t), None)
-
-def _buffers_in(graphs: list[UOp]) -> set[Buffer]:
-  """The (base) buffers the graphs read."""
-  nodes = UOp(Ops.SINK, dtypes.void, tuple(graphs)).toposort() if graphs else []
-  return {u.arg[0].base for u in nodes if u.op is Ops.BUFFER and isinstance(u.arg[0], Buffer)}
 
 # a realized non-leaf's buffer view -> the graph that computed it, so gradients can flow through realized tensors
 _grad_origins: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()

@@ -368,7 +368,7 @@ def test_step_leaves_each_gradient_in_a_buffer_of_its_own():
   """After step() every .grad is stored (its value as computed before the update), reading no other buffer: a lazy
   gradient kept the big intermediates of the backward pass alive until zero_grad (in the MNIST model, BatchNorm
   gradients held activations of 25-36 MiB)."""
-  from tg.tensor import _buffers_in
+  from tg.memory_plan import buffers_in
   rng = np.random.default_rng(0)
   x, b0 = f32(rng.standard_normal((64, 32, 8, 8))), f32(rng.standard_normal(32))
   b = Tensor(b0, requires_grad=True)
@@ -376,5 +376,5 @@ def test_step_leaves_each_gradient_in_a_buffer_of_its_own():
     opt = SGD([b], lr=0.5, momentum=0.9)  # (without momentum the gradient's reduction happened to be stored anyway)
     (Tensor(x) + b.reshape(1, 32, 1, 1)).relu().sum().backward()
     opt.step()
-  assert [buf.nbytes for buf in _buffers_in([b.grad.uop])] == [32 * 4]
+  assert [buf.nbytes for buf in buffers_in([b.grad.uop])] == [32 * 4]
   np.testing.assert_array_equal(b.grad.numpy(), (x + b0.reshape(1, 32, 1, 1) > 0).sum((0, 2, 3)))
