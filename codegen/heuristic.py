@@ -193,9 +193,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   widths = [w for w in (16, 8, 4, 2) if w <= max(VECTOR_WIDTH, 4)]
   candidates = [(_lane_cost(k, a, width), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
                 for width in widths if k.full_shape[a] % width == 0]
-  # the cheapest (to a millionth), then the widest, then lanes along the reduction: each output's sum is then split
-  # over the lanes, which keeps a long float32 sum exact for longer (2**32 ones summed to 2**32, not 2**29)
-  best = min(candidates, key=lambda c: (round(c[0], 6), -c[1], k.axis_types[c[2]] is not AxisType.REDUCE), default=None)
+  best = min(candidates, key=lambda c: (c[0], -c[1]), default=None)  # the cheapest, then the widest
   lanes = 1
   if best is not None and best[0] < min(_lane_cost(k, a, 1) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
     _, width, a = best
