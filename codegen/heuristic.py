@@ -80,8 +80,6 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   if k.axis_types[axis] is AxisType.GLOBAL:
     stores = [_stride(st, axis) for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
-  elif width > 1:  # lanes along the reduction: each output folds them, a shuffle and an op per halving
-    cost += 2 * math.log2(width) / steps
   return cost
 
 def _tiles(k: Kernel, axes: list[int], budget: int):
