@@ -14,6 +14,7 @@ from ir.uop import UOp
 from ir.switches import DEBUG, JIT, JIT_BATCH_SIZE, PROFILE
 from drivers.device import Buffer, Device, GlobalCounters
 from tg.realize import ExecItem, capture_stack, engine_copies
+from tg.memory_plan import buffers_in
 from tg.schedule import buffer_of, rebind, unbind
 from tg.tensor import Tensor
 
@@ -215,10 +216,7 @@ class TinyJit:
 
 def plan_memory(items: list[ExecItem], inputs: set[int]) -> list[ExecItem]:
   """Let buffers that only live inside the captured calls share memory when their lifetimes don't overlap."""
-  reachable: set[int] = set()
-  for t in list(Tensor._live):
-    for u in t.uop.toposort():
-      if u.op is Ops.BUFFER: reachable.add(id(u.arg[0].base))
+  reachable = {id(b) for b in buffers_in([t.uop for t in list(Tensor._live)])}
   first: dict[int, int] = {}
   last: dict[int, int] = {}
   by_id: dict[int, Buffer] = {}

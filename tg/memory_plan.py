@@ -16,7 +16,7 @@ MIN_SHARED_BYTES = 1 << 18  # smaller buffers cost little memory and would only 
 PLACEMENT = 4096  # offsets are page-aligned: a buffer's first touch faults in only pages of its own
 
 def _shareable(b: Buffer) -> bool:
-  return (b.base is b and not b.is_allocated() and b.options is None and b.nbytes >= MIN_SHARED_BYTES
+  return (not b.is_allocated() and b.options is None and b.nbytes >= MIN_SHARED_BYTES
           and isinstance(Device[b.device].allocator, HostAllocator))
 
 def _lifetimes(items: list[ScheduleItem]) -> dict[Buffer, tuple[int, int]]:
@@ -62,10 +62,10 @@ def share_memory(items: list[ScheduleItem], results: list[UOp], held: list[UOp])
   replace: dict[Buffer, Buffer] = {}
   for device, spans in by_device.items():
     at, size = _offsets(spans)
-    if size >= sum(b.nbytes for b in spans): continue  # nothing shares: separate buffers are as good
+    if size >= (separate := sum(b.nbytes for b in spans)): continue  # nothing shares: separate buffers are as good
     block = Buffer(device, size, dtypes.uint8)
     replace.update({b: block.view(b.size, b.dtype, offset) for b, offset in at.items()})
-    if DEBUG >= 2: print(f"memory plan: {len(spans)} intermediates on {device} share {size / 2**20:.1f} MiB instead of {sum(b.nbytes for b in spans) / 2**20:.1f}")
+    if DEBUG >= 2: print(f"memory plan: {len(spans)} intermediates on {device} share {size / 2**20:.1f} MiB instead of {separate / 2**20:.1f}")
   if not replace: return items
   return [ScheduleItem(it.ast, [replace.get(b, b) for b in it.bufs], it.var_vals, it.writes_version,
                        {replace.get(b, b): v for b, v in it.reads.items()}) for it in items]
