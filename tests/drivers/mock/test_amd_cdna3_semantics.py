@@ -1,7 +1,8 @@
 """The shader core running gfx942 (CDNA3, wave64) words assembled here from the field layouts of AMD's "AMD Instinct
 MI300 (CDNA3) ISA" reference guide ("Microcode Formats"; encoders shared with test_amd_cdna3_words.py), per family
 the model had to learn for gfx9: packed f32, v_cmpx writing EXEC and its destination, VCC carry chains, 64-bit
-shifts and v_mad_u64_u32, SDWA and DPP operand forms, v_fma_mix, the 1/(2*pi) constant, the denormal mode and MODE through s_setreg/s_getreg.
+shifts and v_mad_u64_u32, SDWA and DPP operand forms, 16-bit results clearing their VGPR's upper half, v_fma_mix,
+the 1/(2*pi) constant, the denormal mode and MODE through s_setreg/s_getreg.
 Results are compared with numpy or exact integer math.
 
 Every program: s[0:1] = output buffer, s[2:3] = input buffer; v0 = 4 * lane; v1, v2, v3 = the lane's words of input
@@ -224,6 +225,22 @@ def test_fma_mix_inverse_two_pi_and_denormal_mode():
   flush = f32(execute([vop2(0x05, 4, F1, 1)], [4], tiny, rsrc1=RSRC1 & ~(3 << 16)))
   np.testing.assert_array_equal(keep[:, 0], tiny)
   np.testing.assert_array_equal(flush[:, 0], np.zeros(L, np.float32))
+
+# ---- 16-bit results: gfx9 clears the upper half of vdst where RDNA keeps it (GCNSubtarget::zeroesHigh16BitsOfDest);
+# LLVM relies on it, e.g. feeding v_add_u16's result to v_mul_u32_u24, which reads 24 bits
+def test_16_bit_results_clear_the_upper_half_except_fma_mixlo():
+  a, b, c = words(), floats(), words()
+  prog = ([vop1(0x01, 4, V + 1)]                                        # v_mov_b32 v4, v1
+          + vop3p(0x21, 4, V + 2, V + 2, V + 2, opsel_hi=0)             # v_fma_mixlo_f16 v4, v2, v2, v2 (f32 sources)
+          + [vop1(0x01, 5, V + 1)]                                      # v_mov_b32 v5, v1
+          + vop3(0x204, 5, V + 1, V + 3, V + 1)                         # v_mad_u16 v5, v1, v3, v1
+          + [vop2(0x26, 1, V + 2, 3)])                                  # v_add_u16 v1, v2, v3
+  out = execute(prog, [1, 4, 5], a, b, c)
+  lo = lambda x: np.asarray(x).view(np.uint32).astype(np.uint64) & np.uint64(0xFFFF)
+  np.testing.assert_array_equal(out[:, 0], (lo(b) + lo(c)) & np.uint64(0xFFFF))
+  np.testing.assert_array_equal(out[:, 2], (lo(a) * lo(c) + lo(a)) & np.uint64(0xFFFF))
+  np.testing.assert_array_equal(out[:, 1] >> 16, a >> 16)                # v_fma_mixlo_f16 keeps the upper half
+  np.testing.assert_allclose((out[:, 1] & 0xFFFF).astype(np.uint16).view(np.float16), b.astype(np.float64) ** 2 + b, rtol=1e-3)
 
 # ---- MODE through s_setreg / s_getreg (mode_register.py): LLVM's flushed-denormal fdiv turns denormals on around it
 def hwreg(reg: int, offset: int, width: int) -> int: return reg | offset << 6 | (width - 1) << 11

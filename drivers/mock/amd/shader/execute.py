@@ -121,6 +121,7 @@ class _Batch:
     self.st = st = WaveState(nw, L, min(512, ((d.rsrc1 & 0x3F) + 1) * vgpr_granule(d.arch, L)))
     st.memory = memory
     st.acc_base = accum_offset(d.rsrc3) if d.arch.startswith("gfx9") else None
+    st.gfx9_halves = d.arch.startswith("gfx9")
     self._modes(d.rsrc1)
     st.lds_bytes = d.lds_bytes
     st.lds = np.zeros(len(groups) * d.lds_bytes, np.uint8)

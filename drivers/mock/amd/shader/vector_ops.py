@@ -34,8 +34,20 @@ def src(st: WaveState, g: Group, ins: Instruction, i: int, t: str) -> np.ndarray
   if t[0] == "f" and st.flush(t): x = fr.ftz(x)
   return x
 
+# 16-bit results gfx9 writes with the VGPR's upper half cleared (gfx10+ keeps it), by executing mnemonic
+# (llvm/lib/Target/AMDGPU/GCNSubtarget.cpp GCNSubtarget::zeroesHigh16BitsOfDest; v_add_u16 and v_sub_u16 run as
+# RDNA3's v_add_nc_u16 and v_sub_nc_u16, cdna3._RDNA3_NAME)
+_GFX9_CLEARS_HIGH = frozenset({
+  "v_cvt_f16_f32", "v_cvt_f16_u16", "v_cvt_f16_i16", "v_rcp_f16", "v_rsq_f16", "v_sqrt_f16", "v_log_f16", "v_exp_f16",
+  "v_sin_f16", "v_cos_f16", "v_floor_f16", "v_ceil_f16", "v_trunc_f16", "v_rndne_f16", "v_fract_f16", "v_frexp_mant_f16",
+  "v_frexp_exp_i16_f16", "v_ldexp_f16", "v_lshlrev_b16", "v_lshrrev_b16", "v_ashrrev_i16", "v_add_nc_u16",
+  "v_sub_nc_u16", "v_subrev_u16", "v_mul_lo_u16", "v_add_f16", "v_sub_f16", "v_subrev_f16", "v_mul_f16", "v_max_f16",
+  "v_min_f16", "v_max_u16", "v_min_u16", "v_max_i16", "v_min_i16", "v_mad_f16", "v_mad_u16", "v_mad_i16", "v_fma_f16",
+  "v_div_fixup_f16"})
+
 def dst(st: WaveState, g: Group, ins: Instruction, x, t: str) -> None:
-  """Write the result as type t to vdst: omod and clamp for floats, 16-bit results into one half of the VGPR."""
+  """Write the result as type t to vdst: omod and clamp for floats, 16-bit results into one half of the VGPR (on gfx9
+  most clear the other half)."""
   f = ins.fields
   x = np.asarray(x)
   if t[0] == "f":
@@ -44,7 +56,9 @@ def dst(st: WaveState, g: Group, ins: Instruction, x, t: str) -> None:
     if f.get("clamp"): x = np.where(np.isnan(x), _DT[t](0), np.clip(x, _DT[t](0), _DT[t](1))).astype(_DT[t])
     if st.flush(t): x = fr.ftz(x)
   else: x = x.astype(_DT[t]) if x.dtype.kind != "f" else x.astype(np.int64).astype(_DT[t])
-  write_bits(st, g, f["vdst"], np.ascontiguousarray(x).view(_UINT[_size(t)]), _size(t), f.get("opsel", 0) >> 3 & 1)
+  bits, hi = np.ascontiguousarray(x).view(_UINT[_size(t)]), f.get("opsel", 0) >> 3 & 1
+  if _size(t) == 2 and not hi and st.gfx9_halves and ins.name in _GFX9_CLEARS_HIGH: st.vwrite(g, f["vdst"].index, bits.astype(np.uint32))
+  else: write_bits(st, g, f["vdst"], bits, _size(t), hi)
 
 def write_bits(st: WaveState, g: Group, vdst: Operand, bits: np.ndarray, size: int, hi: int = 0) -> None:
   if size == 8: st.vwrite(g, vdst.index, bits, 2)

@@ -50,6 +50,7 @@ class WaveState:
     self.lds, self.lds_bytes, self.lane_group = np.zeros(0, np.uint8), 0, np.zeros(nwaves * wave_size, np.int64)
     self.scratch_lane_bytes = 0
     self.acc_base: int | None = None  # gfx90a/gfx94x: the unified register of AGPR a0 (agpr_ops.py)
+    self.gfx9_halves = False  # gfx9 clears a 16-bit result's upper half where gfx10+ keeps it (vector_ops.dst)
 
   def flush(self, t: str) -> bool:
     """Whether denormals of float type t flush to zero (MODE.FP_DENORM: only 'allow both' keeps them)."""
