@@ -159,6 +159,10 @@ class _Function:
       if all(s is u.src[0] for s in u.src):  # a broadcast: one insert and a shuffle with an all-zero mask, not n inserts
         one = self.op(f"insertelement {t} poison, {ltype(u.src[0].dtype)} {self.ref(u.src[0])}, i32 0")
         return self.op(f"shufflevector {t} {one}, {t} poison, <{len(u.src)} x i32> zeroinitializer")
+      if dt.scalar == dtypes.bool:  # lanes as bytes, then one compare: LLVM 22 built <cond, false> for AVX-512 as cond ? 0xff : 0
+        wide = with_scalar(t, "i8")
+        for i, s in enumerate(u.src): out = self.op(f"insertelement {wide} {out}, i8 {self.op(f'zext i1 {self.ref(s)} to i8')}, i32 {i}")
+        return self.op(f"icmp ne {wide} {out}, zeroinitializer")
       for i, s in enumerate(u.src): out = self.op(f"insertelement {t} {out}, {ltype(s.dtype)} {self.ref(s)}, i32 {i}")
       return out
     if op is Ops.GEP: return self.op(f"extractelement {ltype(u.src[0].dtype)} {self.ref(u.src[0])}, i32 {u.arg}")

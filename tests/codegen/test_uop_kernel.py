@@ -66,3 +66,23 @@ def test_debug6_prints_linear_uops(capsys):
   with Context(DEBUG=6): get_program(sum_rows_ast(4, 4), Device["CPU"].renderer)
   out = capsys.readouterr().out
   assert "RANGE" in out and "ENDRANGE" in out and "DEFINE_ACC" in out
+
+def test_constant_false_lanes_of_a_bool_vector_stay_false():
+  """The max_pool1d gradient's last kernel under UPCAST 2 + a whole UNROLL builds the bool vector <row < 4, false>.
+  LLVM 22 made that AVX-512 mask (row < 4) ? 0xff : 0, so the second lane divided 0 by 0 and the gradient came out
+  NaN; the renderer now builds bool vectors from bytes. Checked against the same kernel unoptimized."""
+  from tg import Tensor
+  from tg.realize import run_schedule
+  x = Tensor(np.random.default_rng(0).uniform(-2, 2, (2, 3, 8)).astype(np.float32), requires_grad=True)
+  x.max_pool1d(3, stride=2, padding=1).sum().backward()
+  *before, last = x.grad.schedule()
+  run_schedule(before)
+  dev = Device["CPU"]
+  outs = []
+  for opts in ([], [Opt(OptOps.UPCAST, 2, 2), Opt(OptOps.UNROLL, 1, 0)]):
+    spec = get_program(last.ast, dev.renderer, opts)
+    out = Buffer("CPU", last.bufs[0].size, last.bufs[0].dtype).ensure_allocated()
+    dev.runtime(spec.name, dev.compiler.compile_cached(spec.src), spec)(out._buf, *[b.ensure_allocated()._buf for b in last.bufs[1:]], global_size=spec.global_size, wait=True)
+    outs.append(np.frombuffer(out.as_bytes(), np.float32))
+  assert not np.isnan(outs[1]).any()
+  np.testing.assert_array_equal(outs[1], outs[0])
