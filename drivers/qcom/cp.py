@@ -156,6 +156,12 @@ def load_state6_0(state_type: int, state_src: int, state_block: int, num_unit: i
   if not 0 < num_unit < 1 << 10: raise ValueError(f"CP_LOAD_STATE6 loads 1..1023 units, not {num_unit}")
   return dst_off | state_type << 14 | state_src << 16 | state_block << 18 | num_unit << 22
 
+def shader_preload_units(gen: int, instrlen: int) -> int:
+  """How many of a shader's 128-byte units to preload with CP_LOAD_STATE6: no more than the SP's instruction cache holds
+  (Mesa freedreno_devices.py instr_cache_size: 64 on the first a6xx, 127 on later ones and a7xx; fd6_program.cc
+  fd6_emit_shader preloads MIN2(instrlen, instr_cache_size)); the SP fetches the rest from SP_CS_BASE."""
+  return min(instrlen, 127 if gen >= 7 else 64)
+
 def load_state6(state_type: int, num_unit: int, address: Any, state_block: int = SB6_CS_SHADER) -> list[Any]:
   """CP_LOAD_STATE6_FRAG of `num_unit` units of the compute shader's state from GPU memory at `address` (the FRAG form
   loads CS state: adreno_pm4.xml's note on CP_LOAD_STATE6)."""

@@ -37,7 +37,7 @@ def dispatch_words(regs: cp.Registers, prg, groups: tuple[int, int, int], local:
   ntex, nibo = len(prg.textures), len(prg.ibos)
   words += cp.pkt4(regs.sp_cs_config, cp.sp_cs_config(ntex, min(ntex, 1), nibo), prg.instrlen)  # then SP_CS_INSTR_SIZE
   words += cp.pkt4(regs.sp_cs_const_config, cp.sp_cs_const_config(prg.constlen))
-  words += cp.load_state6(cp.ST6_SHADER, prg.instrlen, prg.image.va)
+  words += cp.load_state6(cp.ST6_SHADER, cp.shader_preload_units(regs.gen, prg.instrlen), prg.image.va)
   words += cp.load_state6(cp.ST6_CONSTANTS, prg.constlen, kernargs)
   if ntex:  # as freedreno's fd6_emit_textures: samplers and descriptors loaded, their tables' addresses and the count set
     sampler = descriptors + ntex * desc.DESCRIPTOR_BYTES

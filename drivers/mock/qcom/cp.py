@@ -199,6 +199,8 @@ class CP:
     if (table := hw.DESCRIPTOR_TABLES.get((block, kind))) is not None: return self.load_descriptors(p, table, dst, units, src, what)
     if block != hw.SB6_CS_SHADER or kind not in (hw.ST6_SHADER, hw.ST6_CONSTANTS):
       raise CPFault(f"{what} is not modelled (CS constants, shaders, textures, samplers and UAVs are)")
+    if kind == hw.ST6_SHADER and units > hw.INSTR_CACHE_UNITS[self.gen]:
+      raise CPFault(f"{what}: a preload of {units} units; the instruction cache holds {hw.INSTR_CACHE_UNITS[self.gen]} (a larger load hangs the GPU)")
     unit = hw.CONST_UNIT_BYTES if kind == hw.ST6_CONSTANTS else hw.SHADER_UNIT_BYTES
     if src == hw.SS6_INDIRECT: data = self.mem.dwords(self.source_address(p, what), units * unit // 4, what)
     elif src == hw.SS6_DIRECT and kind == hw.ST6_CONSTANTS:

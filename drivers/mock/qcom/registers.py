@@ -51,6 +51,9 @@ SB6 = {0: "SB6_VS_TEX", 1: "SB6_HS_TEX", 2: "SB6_DS_TEX", 3: "SB6_GS_TEX", 4: "S
 ST6_SHADER, ST6_CONSTANTS, ST6_UAV, SS6_DIRECT, SS6_INDIRECT, SB6_CS_TEX, SB6_CS_SHADER = 0, 1, 3, 0, 2, 5, 13
 CONST_UNIT_BYTES = 16                        # constants load in vec4 units
 SHADER_UNIT_BYTES = 128                      # ir3_compiler.c: instr_align 16 instructions (8 bytes each) on a6xx/a7xx
+# 128-byte units of a shader preload (ST6_SHADER into SB6_CS_SHADER) the instruction cache holds, by generation: the
+# a630 64, a7xx 127 (Mesa freedreno_devices.py a6xx_gen1 / a7xx_base instr_cache_size: "we hang with 128")
+INSTR_CACHE_UNITS = {6: 64, 7: 127}
 # the CS descriptor tables a CP_LOAD_STATE6_FRAG fills, by (STATE_BLOCK, STATE_TYPE), and each unit's size in dwords:
 # gallium fd6_texture.cc build_texture_state (SB6_CS_TEX: ST6_SHADER samplers of 4 dwords, ST6_CONSTANTS texture
 # descriptors of 16) and computerator a6xx.cc cs_ibo_emit (ST6_UAV / SB6_CS_SHADER: 16-dword IBO descriptors)

@@ -150,6 +150,16 @@ def test_load_state_constants():
   with pytest.raises(CPFault, match="ST6_UAV"): m.run(pkt7(LOAD_STATE6_FRAG, 3 << 14 | 2 << 16 | 15 << 18 | 1 << 22, 0, 0))
   with pytest.raises(CPFault, match="past the 256-vec4"): m.run(pkt7(LOAD_STATE6_FRAG, 255 | 1 << 14 | 13 << 18 | 2 << 22, *range(8)))
 
+@pytest.mark.parametrize("gen, cache_units", [(6, 64), (7, 127)])
+def test_a_shader_preload_fits_the_instruction_cache(gen, cache_units):
+  # Mesa freedreno_devices.py instr_cache_size (a630 64, a7xx 127: "we hang with 128"); STATE_TYPE 0 ST6_SHADER,
+  # STATE_SRC 2 SS6_INDIRECT, STATE_BLOCK 13 SB6_CS_SHADER, NUM_UNIT 31:22 in 128-byte units
+  m = Machine(gen)
+  preload = lambda units: pkt7(LOAD_STATE6_FRAG, 2 << 16 | 13 << 18 | units << 22, lo(m.addr(0)), hi(m.addr(0)))
+  assert m.run(preload(cache_units))
+  with pytest.raises(CPFault, match=f"preload of {cache_units + 1} units; the instruction cache holds {cache_units}"):
+    m.run(preload(cache_units + 1))
+
 def test_exec_cs_checks_the_compute_state():
   m = Machine()
   with pytest.raises(CPFault, match="MERGEDREGS"): m.run(pkt4(0xA9B0, 1 << 31) + pkt7(EXEC_CS, 0, 1, 1, 1))

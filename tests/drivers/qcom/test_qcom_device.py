@@ -134,6 +134,17 @@ def test_a_kernel_matches_numpy_and_is_timed_by_the_gpu_clock(qcom):
   took = prg(out, *ins, global_size=spec.global_size, local_size=spec.local_size, wait=True)
   assert np.allclose(download(dev, out, x), x * y + 2) and 0 < took < 5
 
+def test_a_kernel_longer_than_the_instruction_cache_runs(qcom):
+  # the CP preloads at most what the SP's instruction cache holds (Mesa instr_cache_size); a larger load hangs the GPU
+  dev, model = qcom
+  x = np.linspace(0.1, 1, 64, dtype=np.float32)
+  y, ref = Tensor(x), x.astype(np.float64)
+  for i in range(1, 120): y, ref = (y * 1.0001 + i).sqrt(), np.sqrt(ref * 1.0001 + i)
+  prg, spec, out, ins = program_for(dev, y)
+  assert prg.instrlen > 127
+  prg(out, *ins, global_size=spec.global_size, local_size=spec.local_size, wait=True)
+  np.testing.assert_allclose(download(dev, out, x), ref, rtol=1e-5)
+
 def test_variables_follow_the_buffer_addresses_in_the_constant_file(qcom):
   dev, _ = qcom
   x = np.arange(64, dtype=np.float32)
