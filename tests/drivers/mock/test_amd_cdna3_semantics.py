@@ -233,7 +233,7 @@ def test_16_bit_results_clear_the_upper_half_except_fma_mixlo():
   prog = ([vop1(0x01, 4, V + 1)]                                        # v_mov_b32 v4, v1
           + vop3p(0x21, 4, V + 2, V + 2, V + 2, opsel_hi=0)             # v_fma_mixlo_f16 v4, v2, v2, v2 (f32 sources)
           + [vop1(0x01, 5, V + 1)]                                      # v_mov_b32 v5, v1
-          + vop3(0x204, 5, V + 1, V + 3, V + 1)                         # v_mad_u16 v5, v1, v3, v1
+          + vop3(0x1EB, 5, V + 1, V + 3, V + 1)                         # v_mad_legacy_u16 v5, v1, v3, v1
           + [vop2(0x26, 1, V + 2, 3)])                                  # v_add_u16 v1, v2, v3
   out = execute(prog, [1, 4, 5], a, b, c)
   lo = lambda x: np.asarray(x).view(np.uint32).astype(np.uint64) & np.uint64(0xFFFF)

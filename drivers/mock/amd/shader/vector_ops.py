@@ -35,15 +35,16 @@ def src(st: WaveState, g: Group, ins: Instruction, i: int, t: str) -> np.ndarray
   return x
 
 # 16-bit results gfx9 writes with the VGPR's upper half cleared (gfx10+ keeps it), by executing mnemonic
-# (llvm/lib/Target/AMDGPU/GCNSubtarget.cpp GCNSubtarget::zeroesHigh16BitsOfDest; v_add_u16 and v_sub_u16 run as
-# RDNA3's v_add_nc_u16 and v_sub_nc_u16, cdna3._RDNA3_NAME)
+# (llvm/lib/Target/AMDGPU/GCNSubtarget.cpp GCNSubtarget::zeroesHigh16BitsOfDest: there V_MAD_U16_e64 and its kin are
+# the VI opcodes gfx9 renames v_mad_legacy_u16 etc.; gfx9's own op_sel forms, v_mad_u16 0x204 etc., are not listed.
+# v_add_u16 and v_sub_u16 run as RDNA3's v_add_nc_u16 and v_sub_nc_u16, cdna3._RDNA3_NAME)
 _GFX9_CLEARS_HIGH = frozenset({
   "v_cvt_f16_f32", "v_cvt_f16_u16", "v_cvt_f16_i16", "v_rcp_f16", "v_rsq_f16", "v_sqrt_f16", "v_log_f16", "v_exp_f16",
   "v_sin_f16", "v_cos_f16", "v_floor_f16", "v_ceil_f16", "v_trunc_f16", "v_rndne_f16", "v_fract_f16", "v_frexp_mant_f16",
   "v_frexp_exp_i16_f16", "v_ldexp_f16", "v_lshlrev_b16", "v_lshrrev_b16", "v_ashrrev_i16", "v_add_nc_u16",
   "v_sub_nc_u16", "v_subrev_u16", "v_mul_lo_u16", "v_add_f16", "v_sub_f16", "v_subrev_f16", "v_mul_f16", "v_max_f16",
-  "v_min_f16", "v_max_u16", "v_min_u16", "v_max_i16", "v_min_i16", "v_mad_f16", "v_mad_u16", "v_mad_i16", "v_fma_f16",
-  "v_div_fixup_f16"})
+  "v_min_f16", "v_max_u16", "v_min_u16", "v_max_i16", "v_min_i16", "v_mad_legacy_f16", "v_mad_legacy_u16",
+  "v_mad_legacy_i16", "v_fma_legacy_f16", "v_div_fixup_legacy_f16"})
 
 def dst(st: WaveState, g: Group, ins: Instruction, x, t: str) -> None:
   """Write the result as type t to vdst: omod and clamp for floats, 16-bit results into one half of the VGPR (on gfx9
@@ -259,6 +260,9 @@ _op("v_sub_nc_i16", "i16 i16 i16", lambda st, a, b: a - b)
 _op("v_mul_lo_u16", "u16 u16 u16", lambda st, a, b: a * b)
 _op("v_mad_u16", "u16 u16 u16 u16", lambda st, a, b, c: a * b + c)
 _op("v_mad_i16", "i16 i16 i16 i16", lambda st, a, b, c: a * b + c)
+# gfx9 keeps VI's opcodes of these under new names (MI300 ISA guide VOP3 opcodes 0x1eb, 0x1ec, 0x1ee, 0x1ef): the same
+# arithmetic with the upper half cleared (_GFX9_CLEARS_HIGH); v_fma_f16 and v_div_fixup_f16 are defined above
+for _legacy in ("v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16", "v_div_fixup_legacy_f16"): OPS[_legacy] = OPS[_legacy.replace("_legacy", "")]
 _op("v_lshlrev_b16", "u16 u16 u16", lambda st, a, b: b << (a & np.uint16(15)))
 _op("v_lshrrev_b16", "u16 u16 u16", lambda st, a, b: b >> (a & np.uint16(15)))
 _op("v_ashrrev_i16", "i16 u16 i16", lambda st, a, b: b >> (a & np.uint16(15)).astype(np.int16))
