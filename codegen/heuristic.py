@@ -80,6 +80,8 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   if k.axis_types[axis] is AxisType.GLOBAL:
     stores = [_stride(st, axis) for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
+  elif width > 1:  # lanes along the reduction: each output folds them, a shuffle and an op per halving
+    cost += 2 * math.log2(width) / steps
   return cost
 
 def _tiles(k: Kernel, axes: list[int], budget: int):
@@ -191,7 +193,9 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
   widths = [w for w in (16, 8, 4, 2) if w <= max(VECTOR_WIDTH, 4)]
   candidates = [(_lane_cost(k, a, width), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
                 for width in widths if k.full_shape[a] % width == 0]
-  best = min(candidates, key=lambda c: (c[0], -c[1]), default=None)  # the cheapest, then the widest
+  # the cheapest (to a millionth), then the widest, then lanes along the reduction: each output's sum is then split
+  # over the lanes, which keeps a long float32 sum exact for longer (2**32 ones summed to 2**32, not 2**29)
+  best = min(candidates, key=lambda c: (round(c[0], 6), -c[1], k.axis_types[c[2]] is not AxisType.REDUCE), default=None)
   lanes = 1
   if best is not None and best[0] < min(_lane_cost(k, a, 1) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
     _, width, a = best

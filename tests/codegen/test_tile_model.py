@@ -97,3 +97,20 @@ def test_a_long_reduction_keeps_sixteen_accumulator_lanes_in_flight():
     hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
     assert k.full_shape[k.vector_axis] == lanes, shape
     assert np.prod([k.full_shape[a] for a in k.axes_of(AxisType.UPCAST) if a != k.vector_axis]) == outputs, shape
+
+def test_lanes_along_a_short_reduction_pay_for_folding_them():
+  """A 2x2 max-pool over NCHW: with the vector along the 2-wide window, every output folds its lanes (a shuffle and a
+  max) after a reduction of only 4 steps. 16 lanes along the batch fold nothing (their loads are strided): the MNIST
+  model's first pool ran in 1.72 instead of 2.88 ms alone, 3.3 instead of 4.5 ms in the training step."""
+  (item,) = [i for i in Tensor.empty(512, 32, 20, 20).max_pool2d(2).schedule() if i.ast.op is Ops.SINK]
+  k = Kernel(item.ast, AVX512)
+  hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+  assert k.axis_types[k.vector_axis] is AxisType.UPCAST and k.full_shape[k.vector_axis] == 16
+
+def test_at_equal_cost_the_lanes_run_along_the_reduction():
+  """Summing 2**32 ones (no loads, so every vector axis costs the same): lanes along the reduction split each output's
+  sum 16 ways, and float32 stays exact (2**32); 16 outputs as lanes each summed 2**27 ones and stopped at 2**24."""
+  items = [i for i in Tensor.ones(2**32).sum().schedule() if i.ast.op is Ops.SINK]
+  k = Kernel(items[0].ast, AVX512)
+  hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+  assert k.axis_types[k.vector_axis] is AxisType.UNROLL and k.full_shape[k.vector_axis] == 16

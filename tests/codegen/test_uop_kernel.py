@@ -63,7 +63,7 @@ def test_padded_view_and_int_math():
   np.testing.assert_array_equal(run(ast, [inp], n, np.int32), ref)
 
 def test_debug6_prints_linear_uops(capsys):
-  with Context(DEBUG=6): get_program(sum_rows_ast(4, 4), Device["CPU"].renderer)
+  with Context(DEBUG=6): get_program(sum_rows_ast(4, 4), Device["CPU"].renderer, [])  # unoptimized: a reduction loop
   out = capsys.readouterr().out
   assert "RANGE" in out and "ENDRANGE" in out and "DEFINE_ACC" in out
 
