@@ -122,9 +122,11 @@ def test_beam_hands_each_round_to_prepare_before_timing_it(cachedb, monkeypatch)
     return 1.0 / (1 + len(opts))  # longer sequences are faster: the search goes several rounds
   search.beam_search(item.ast, Device["CPU"].renderer, time_opts, 2, "prepared", prepare=lambda cands: events.append(("prepare", [tuple(opts) for opts, _, _ in cands])))
   rounds = [i for i, e in enumerate(events) if e[0] == "prepare"]
-  assert len(rounds) >= 2
-  for at, end in zip(rounds, rounds[1:] + [len(events)]):  # each round: prepare, then exactly its candidates timed
+  assert len(rounds) >= 3
+  for at, end in zip(rounds, rounds[1:]):  # each round: prepare, then exactly its candidates timed
     assert [e[1] for e in events[at + 1:end]] == events[at][1]
+  last = rounds[-1]  # the rematch of the winner and the heuristics' kernel, prepared too, alternately
+  assert [e[1] for e in events[last + 1:]] == events[last][1] * search.REMATCH_ROUNDS
 
 def test_beam_times_a_far_slower_candidate_once(monkeypatch):
   from codegen import search
@@ -157,6 +159,25 @@ def test_beam_never_returns_worse_than_the_heuristics(cachedb):
   assert heuristic, "a matmul gets optimized by the heuristics"
   def time_opts(opts): return 1.0 if opts == heuristic else 2.0  # every search step is slower than the heuristics
   assert beam_search(item.ast, renderer, time_opts, 2, "seeded") == heuristic
+
+def test_beam_keeps_the_heuristics_kernel_over_a_winner_that_was_lucky_once(cachedb):
+  """A candidate timed fast once but no faster than the heuristics' kernel when timed again loses the rematch; one that
+  is faster every time keeps its win."""
+  from codegen.heuristic import hand_coded_optimizations
+  from codegen.search import REMATCH_ROUNDS, beam_search
+  (item,) = matmul("CPU").schedule()
+  renderer = Device["CPU"].renderer
+  heuristic = hand_coded_optimizations(Kernel(item.ast, renderer), renderer.vector_width, renderer.vector_registers)
+  seen: dict[tuple, int] = {}
+  def lucky_once(opts):
+    seen[tuple(opts)] = seen.get(tuple(opts), 0) + 1
+    if opts == heuristic: return 1e-3
+    return 0.5e-3 if seen[tuple(opts)] == 1 and len(opts) == len(heuristic) + 1 else 1.01e-3
+  assert beam_search(item.ast, renderer, lucky_once, 2, "lucky") == heuristic
+  assert seen[tuple(heuristic)] == 1 + REMATCH_ROUNDS
+  def always_faster(opts): return 1e-3 if opts == heuristic else 0.5e-3 if len(opts) > len(heuristic) else 2e-3
+  found = beam_search(item.ast, renderer, always_faster, 2, "faster")
+  assert found != heuristic and found[:len(heuristic)] == heuristic
 
 def test_beam_grows_the_heuristics_tile_beyond_max_upcast(cachedb):
   """Candidates may have as many upcast positions as the heuristics' tile, where that is over MAX_UPCAST (64): the
