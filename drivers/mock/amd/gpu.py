@@ -4,12 +4,13 @@ queues whose rings a poll thread consumes, PM4 on the compute rings (pm4.py) and
 (sdma.py). A fault stops its queue where it happened and is reported to amdkfd (kfd.py), which signals the
 process's MEMORY or HW_EXCEPTION events as kfd_events.c does."""
 from __future__ import annotations
-import bisect, threading, time
+import bisect, sys, threading, time
 from dataclasses import dataclass, field
 from typing import Callable
 import numpy as np
 from drivers import system
 from drivers.mock.amd.shader.dispatch import Dispatch, ShaderFault
+from drivers.mock.amd.shader.instruction import UnknownInstruction
 
 HOT_POLL_S, IDLE_SLEEP_S, IDLE_LONG_S, DOZE_S = 0.005, 0.0002, 0.1, 0.002  # spin after work, then nap, then doze
 
@@ -221,7 +222,10 @@ class GPU:
       q.last_doorbell = wptr
       return q.engine.run(wptr)
     except GPUFault as e: self.fault(q, e)
-    except ShaderFault as e: self.fault(q, GPUFault(f"shader fault: {e}", e.address))
+    except ShaderFault as e:
+      # an instruction the model can't run is a gap in the model, not the driver's fault: say so where a developer sees it
+      if isinstance(e, UnknownInstruction): print(f"AMD model: {e}", file=sys.stderr)
+      self.fault(q, GPUFault(f"shader fault: {e}", e.address))
     except Exception as e: self.fault(q, GPUFault(f"{type(e).__name__}: {e}"))   # a model bug must not kill the thread
     return True
 

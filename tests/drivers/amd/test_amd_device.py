@@ -267,6 +267,16 @@ def test_a_fault_names_the_address(amd):
   dev.synchronize()
   assert np.array_equal(download(dev, bufs[0], x), x + 1)
 
+def test_an_instruction_the_model_cannot_run_is_named_on_stderr(amd, capfd):
+  # a gap in the model, not a driver bug: the driver sees a fault as amdkfd reports it, the developer the reason
+  dev, model = amd
+  prg, spec, bufs = program_for(dev, Tensor(np.ones(64, np.float32)) + 1)
+  at = prg.code_va - prg.image.va
+  prg.image.view()[at:at + 4] = np.array([0x3F << 25 | 5 << 17 | 14 << 9 | 257], np.uint32).view(np.uint8)  # v_cvt_off_f32_i4 v5, v1
+  prg(bufs[0], bufs[1], global_size=spec.global_size, local_size=spec.local_size)
+  with pytest.raises(RuntimeError): dev.synchronize()
+  assert "AMD model: VOP1 v_cvt_off_f32_i4 at address" in capfd.readouterr().err
+
 def test_gpus_copy_from_each_other_on_the_destinations_sdma():
   model = KFDModel("gfx1100", count=2)
   for prefix in KFDModel.prefixes: mock_system.register(prefix, model)
