@@ -15,6 +15,7 @@ def ceildiv(a: int, b: int) -> int: return -(-a // b)
 def round_up(a: int, b: int) -> int: return ceildiv(a, b) * b
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   """numpy's broadcasting of shapes; ValueError naming them when they don't fit."""
+  if all(s == shapes[0] for s in shapes[1:]): return tuple(shapes[0]) if shapes else ()
   ndim = max((len(s) for s in shapes), default=0)
   padded = [(1,) * (ndim - len(s)) + tuple(s) for s in shapes]
   out = []

@@ -151,7 +151,9 @@ class UOp:
   def device(self) -> str | tuple[str, ...] | None:
     """Where a tensor-level node lives: from its DEVICE, BUFFER or COPY, else from its first source that has one."""
     if self._device is _UNSET:
-      for u in self.toposort(stop=lambda x: x._device is not _UNSET):
+      # a new node over known ones (each op the frontend builds) needs no walk of the graph
+      order = [self] if all(s._device is not _UNSET for s in self.src) else self.toposort(stop=lambda x: x._device is not _UNSET)
+      for u in order:
         if u._device is not _UNSET: continue
         if u.op is Ops.DEVICE or u.op is Ops.COPY: d = u.arg
         elif u.op is Ops.BUFFER: d = u.arg[0].device

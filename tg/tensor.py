@@ -269,7 +269,12 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     if not isinstance(y, Tensor):
       if _variable_expression(y): y = ssimplify(y)  # a bound Variable or an expression of them, such as a symbolic size
       if isinstance(y, np.generic) and y.ndim == 0 and y.dtype.kind in "biuf": y = y.item()  # a numpy scalar is a Python scalar here, as in PyTorch
-      if isinstance(y, (bool, int, float)): y = Tensor(UOp.const(check_fits(y, x._scalar_dtype(y)), y, x.device))
+      if isinstance(y, (bool, int, float)):
+        const = UOp.const(check_fits(y, dt := x._scalar_dtype(y)), y, x.device)
+        if dt == x.dtype:  # the usual case: the scalar, broadcast to x's shape as one node, is all there is to do
+          y = Tensor(const.reshape((1,) * x.ndim).expand(x.shape) if x.ndim else const)
+          return (y, x) if reverse else (x, y)
+        y = Tensor(const)
       elif _variable_expression(y): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
       else: raise TypeError(f"can't combine a Tensor with {type(y).__name__}")
     elif y.device != x.device: raise ValueError(f"tensors are on different devices: {x.device} and {y.device}")
