@@ -32,6 +32,10 @@ def _buffer_uop(arr: np.ndarray, device: str, dtype: DType) -> UOp:
 def _parts(u: UOp) -> tuple[UOp, ...]: return u.src if u.op is Ops.MULTI else (u,)
 def _is_realized(u: UOp) -> bool: return u.base.op is Ops.BUFFER or (u.op is Ops.MULTI and all(_is_realized(s) for s in u.src))
 
+def _expanded(u: UOp, shape: tuple) -> UOp:
+  """u broadcast to `shape` (which it fits): leading size-1 axes added, then expanded."""
+  return u if u.shape == shape else u.reshape((1,) * (len(shape) - len(u.shape)) + u.shape).expand(shape)
+
 def _variable_expression(y: Any) -> bool:
   return isinstance(y, UOp) and dtypes.is_int(y.dtype) and all(n.op in (Ops.BIND, Ops.DEFINE_VAR) or n.op in ALU or (n.op is Ops.CONST and not n.src) for n in y.toposort())
 
@@ -257,7 +261,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     shape = tuple(shape)
     if self.shape == shape: return self
     if len(shape) < self.ndim or broadcast_shape(self.shape, shape) != shape: raise ValueError(f"can't broadcast {self.shape} to {shape}")
-    return self._new(self.uop.reshape((1,) * (len(shape) - self.ndim) + self.shape).expand(shape))  # checked: no reshape/expand checks again
+    return self._new(_expanded(self.uop, shape))
 
   def _scalar_dtype(self, y: bool | int | float) -> DType:
     if isinstance(y, bool): return self.dtype
@@ -272,7 +276,7 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
       if isinstance(y, (bool, int, float)):
         const = UOp.const(check_fits(y, dt := x._scalar_dtype(y)), y, x.device)
         if dt == x.dtype:  # the usual case: the scalar, broadcast to x's shape as one node, is all there is to do
-          y = Tensor(const.reshape((1,) * x.ndim).expand(x.shape) if x.ndim else const)
+          y = Tensor(_expanded(const, x.shape))
           return (y, x) if reverse else (x, y)
         y = Tensor(const)
       elif _variable_expression(y): y = Tensor(UOp(Ops.CAST, x._scalar_dtype(0), (y,)) if y.dtype != x.dtype else y)
