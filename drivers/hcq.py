@@ -131,20 +131,29 @@ class HWQueue:
 # ---------------- the software engine (CPU, PYTHON) ----------------
 
 class SoftwareEngine:
-  """One engine: a worker thread that runs submitted command lists in order. The queue of pending submissions is
-  bounded, so a submitter waits for space instead of overwriting."""
+  """One engine: runs submitted command lists in order, on a worker thread of its own, or at once on the submitter's
+  thread when the engine is idle and the list waits for nothing unmet (handing a list to another thread and back
+  costs about 10 us, as much as a small kernel). The queue of pending submissions is bounded, so a submitter waits for
+  space instead of overwriting."""
   def __init__(self, dev: HCQCompiled, name: str, depth: int = 256):
     self.dev, self.name = dev, name
     self.pending: queue.Queue = queue.Queue(maxsize=depth)
     self.blocked: tuple[HCQSignal, int] | None = None  # what its current wait command waits for
+    self.running = threading.Lock()  # held while a command list runs, on whichever thread
     threading.Thread(target=self._loop, name=f"tg-{dev.device}-{name}", daemon=True).start()
     atexit.register(self.drain)  # a kernel still running while the interpreter frees its buffers would crash it
-  def submit(self, words: list[Any]) -> None: self.pending.put(words)
+  def submit(self, words: list[Any]) -> None:
+    if _waits_met(words) and self.running.acquire(blocking=False):
+      try:
+        if not self.pending.unfinished_tasks: return self._run_reporting(words)
+      finally: self.running.release()
+    self.pending.put(words)
   def busy(self, seen: frozenset) -> bool:
-    """Working now: it holds unfinished command lists and isn't waiting for a signal whose writers are idle (a wait
-    already met counts as working: the engine's thread just hasn't run since)."""
+    """Working now: it holds unfinished command lists or runs one, and isn't waiting for a signal whose writers are
+    idle (a wait already met counts as working: the engine's thread just hasn't run since)."""
     blocked = self.blocked
-    return self not in seen and self.pending.unfinished_tasks > 0 and (blocked is None or blocked[0].value >= blocked[1] or blocked[0].busy(seen | {self}))
+    working = self.pending.unfinished_tasks > 0 or self.running.locked()
+    return self not in seen and working and (blocked is None or blocked[0].value >= blocked[1] or blocked[0].busy(seen | {self}))
   def describe(self) -> str:
     blocked, n = self.blocked, self.pending.unfinished_tasks
     doing = f"waits for {blocked[0].name} of {blocked[0].owner} (at {blocked[0].value}) to reach {blocked[1]}" if blocked else "runs commands"
@@ -156,10 +165,14 @@ class SoftwareEngine:
   def _loop(self) -> None:
     while True:
       words = self.pending.get()
-      try: self._run(words)
-      except Exception as e:  # a failed command list stops here; the device reports it at its next synchronize
-        self.dev.error = f"{self.dev.device} {self.name} engine: {type(e).__name__}: {e}"
+      try:
+        with self.running: self._run_reporting(words)
       finally: self.pending.task_done()
+  def _run_reporting(self, words: list[Any]) -> None:
+    try: self._run(words)
+    except BaseException as e:  # a failed (or interrupted) command list stops here; the device reports it at its next synchronize
+      self.dev.error = f"{self.dev.device} {self.name} engine: {type(e).__name__}: {e}"
+      if not isinstance(e, Exception): raise  # Ctrl-C during a list run on the submitter's thread still stops it
   def _run(self, words: list[Any]) -> None:
     i = 0
     while i < len(words):
@@ -188,6 +201,10 @@ class SoftwareEngine:
         i += 4
       elif cmd == "barrier": i += 1
       else: raise RuntimeError(f"unknown command {cmd!r} at word {i}")
+
+def _waits_met(words: list[Any]) -> bool:
+  """Whether every wait command of a list is met already (command names are the only strings among the words)."""
+  return all(words[i + 1].value >= words[i + 2] for i, w in enumerate(words) if type(w) is str and w == "wait")
 
 class SoftwareQueue(HWQueue):
   """Commands as Python words for a SoftwareEngine: ("exec", program, n, *args, global, local), ("copy", dst, src, n)..."""

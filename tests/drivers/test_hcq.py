@@ -9,7 +9,7 @@ from ir.uop import UOp
 from ir.switches import Context
 from drivers.device import Buffer, Device
 from drivers import hcq
-from drivers.hcq import HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
+from drivers.hcq import DeviceFault, HCQTimeoutError, PatchSlot, SoftwareEngine, SoftwareQueue, profile_events
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOFTWARE = ["CPU", "PYTHON"]
@@ -113,6 +113,44 @@ def test_bounded_submission_waits_for_space():
   gate.value = 1
   assert submitted.wait(2)
   seen.wait(3, timeout_ms=2000)
+
+class Recorder:
+  """A program that notes its tag and the thread it runs on in a shared log."""
+  def __init__(self, log: list, tag: int): self.log, self.tag = log, tag
+  def execute(self, args, global_size, local_size): self.log.append((self.tag, threading.current_thread().name))
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_an_idle_engine_runs_a_list_on_the_submitters_thread(name):
+  dev, log = Device[name], []
+  dev.synchronize()
+  dev.compute_queue().exec(Recorder(log, 0), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  assert log == [(0, threading.current_thread().name)], "it has run, here, when submit returns"
+  assert dev.timeline_signal.value == dev.timeline_value - 1
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_lists_that_wait_or_queue_behind_others_run_in_order_on_the_engines_thread(name):
+  dev, log = Device[name], []
+  gate = hold(dev)  # unmet: the submitter doesn't wait for it
+  for k in range(3): dev.compute_queue().exec(Recorder(log, k), [], (1, 1, 1), (1, 1, 1)).submit(dev)
+  assert log == [], "nothing may pass the gate"
+  gate.value = 1
+  dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  assert log == [(k, f"tg-{name}-compute") for k in range(3)]
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_an_interrupt_during_a_list_on_the_submitters_thread_reaches_it_and_the_device_goes_on(name):
+  class Interrupted:
+    def execute(self, args, global_size, local_size): raise KeyboardInterrupt
+  dev = Device[name]
+  dev.synchronize()
+  with pytest.raises(KeyboardInterrupt):
+    dev.compute_queue().exec(Interrupted(), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  start = time.perf_counter()
+  with pytest.raises(DeviceFault, match=f"{name} compute engine: KeyboardInterrupt"): dev.synchronize(timeout_ms=120000)
+  assert time.perf_counter() - start < 60, "the interrupted list's timeline value is given up, not waited for"
+  from tg import Tensor
+  assert (Tensor([1.0, 2.0], device=name) * 2).tolist() == [2.0, 4.0]
 
 @pytest.mark.parametrize("name", SOFTWARE)
 def test_a_wait_for_a_software_engine_sleeps_until_the_engine_signals(name, monkeypatch):
@@ -218,12 +256,20 @@ def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
   """The interpreter exits right after queueing a long single-threaded kernel: exit waits for the compute engine
   instead of unmapping the kernel's code (or freeing its buffers) under it."""
   script = tmp_path / "exit_during_kernel.py"
-  script.write_text("from tg import Tensor\nx = Tensor.ones(3072, 3072).contiguous().realize()\n"
-                    "y = (x @ x).realize()  # queued; not waited for\n")
+  script.write_text("from tg import Device, Tensor\nx = Tensor.ones(3072, 3072).contiguous().realize()\n"
+                    "dev = Device['CPU']\ngate = dev.new_signal('gate')\ndev.compute_queue().wait(gate, 1).submit(dev)\n"
+                    "y = (x @ x).realize()  # queued behind the gate; not waited for\ngate.value = 1\n")
   env = {**os.environ, "NUM_CPU_THREADS": "1", "PYTHONPATH": ROOT}
   for _ in range(2):
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+def hold(dev):
+  """A gate the compute engine waits for: what is submitted after it queues for the engine's own thread (an idle
+  engine runs a list on the submitter's thread) until the gate's value is 1."""
+  gate = dev.new_signal("gate")
+  dev.compute_queue().wait(gate, 1).submit(dev)
+  return gate
 
 class Sleeper:
   """A program whose execution takes `seconds` (a kernel longer than the wait timeout); `started` is set when it runs."""
@@ -237,7 +283,9 @@ def test_a_kernel_longer_than_the_timeout_is_no_timeout(name):
   dev = Device[name]
   with Context(HCQDEV_WAIT_TIMEOUT_MS=30):
     start = time.perf_counter()
+    gate = hold(dev)
     for _ in range(2): dev.compute_queue().exec(Sleeper(0.3), [], (1, 1, 1), (1, 1, 1)).signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+    gate.value = 1
     dev.synchronize()
     assert time.perf_counter() - start >= 0.6
 
@@ -245,7 +293,9 @@ def test_waiting_on_another_device_that_is_working_is_no_timeout():
   cpu, py = Device["CPU"], Device["PYTHON"]
   done = py.new_signal("done")
   with Context(HCQDEV_WAIT_TIMEOUT_MS=30):
+    gate = hold(py)
     py.compute_queue().exec(kernel := Sleeper(0.4), [], (1, 1, 1), (1, 1, 1)).signal(done, 1).submit(py)
+    gate.value = 1
     cpu.compute_queue().wait(done, 1).signal(cpu.timeline_signal, cpu.next_timeline()).submit(cpu)
     assert kernel.started.wait(60)  # PYTHON is working (on a busy machine its engine may take longer than 30 ms to start)
     cpu.synchronize()  # CPU's engine waits for PYTHON's, which is running a kernel
