@@ -272,9 +272,11 @@ def hold(dev):
   return gate
 
 class Sleeper:
-  """A program whose execution takes `seconds` (a kernel longer than the wait timeout); `started` is set when it runs."""
-  def __init__(self, seconds: float): self.seconds, self.started = seconds, threading.Event()
+  """A program whose execution takes `seconds` (a kernel longer than the wait timeout); `started` is set when it runs,
+  on the thread `log` names."""
+  def __init__(self, seconds: float): self.seconds, self.started, self.log = seconds, threading.Event(), []
   def execute(self, args, global_size, local_size):
+    self.log.append(threading.current_thread().name)
     self.started.set()
     time.sleep(self.seconds)
 
@@ -288,6 +290,18 @@ def test_a_kernel_longer_than_the_timeout_is_no_timeout(name):
     gate.value = 1
     dev.synchronize()
     assert time.perf_counter() - start >= 0.6
+
+@pytest.mark.parametrize("name", SOFTWARE)
+def test_a_list_running_on_its_submitters_thread_is_no_timeout_for_others(name):
+  dev, done = Device[name], Device[name].new_signal("done")
+  dev.synchronize()
+  kernel = Sleeper(0.4)
+  submitter = threading.Thread(target=lambda: dev.compute_queue().exec(kernel, [], (1, 1, 1), (1, 1, 1)).signal(done, 1).submit(dev))
+  submitter.start()
+  assert kernel.started.wait(60)
+  done.wait(1, timeout_ms=30)  # the engine runs a list (on the submitter's thread): working, not stuck
+  submitter.join()
+  assert kernel.log == [submitter.name]
 
 def test_waiting_on_another_device_that_is_working_is_no_timeout():
   cpu, py = Device["CPU"], Device["PYTHON"]
