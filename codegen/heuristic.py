@@ -17,6 +17,8 @@ LANES_IN_FLIGHT = 16    # accumulator lanes a reduction keeps in flight: enough 
 LONG_CHAIN = 1024       # adds into one accumulator from which that matters (a BN statistic's 3200: 5.2 -> 3.6 ms; 144-288: no gain)
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
+PAGE_BYTES = 4096       # hardware prefetchers follow a stream within a page, and addresses a page apart share an L1 set
+TRANSPOSE_BLOCK = 8     # rows a transposing copy reads side by side (a matmul's 1024x1024 B packed into panels: 35 -> 60 GB/s)
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
 GROUP_THREADS = 256        # threads sharing one reduction
 FEW_OUTPUTS = 2048         # below this many outputs a GPU reduction is shared by a workgroup
@@ -186,6 +188,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
         more = max((d for d in range(2, 2 * VECTOR_WIDTH // width + 1) if k.full_shape[outer[-1]] % d == 0), default=0)
         if more: try_opt(Opt(OptOps.UPCAST, outer[-1], more))
       break
+    if k.splits_across_cores: _block_transposing_loads(k, try_opt)
     if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
     return applied
 
@@ -261,6 +264,18 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
     if steps == size: try_opt(Opt(OptOps.UNROLL, a, 0))
     elif steps > 1: try_opt(Opt(OptOps.UNROLL, a, steps))
   return applied
+
+def _block_transposing_loads(k: Kernel, try_opt) -> None:
+  """An elementwise kernel that reads one page further at each step of its inner output axis, but a cache line or
+  less further along an outer one (a transpose), reads TRANSPOSE_BLOCK rows side by side: the inner axis is cut into
+  blocks that become the outermost loop, so each step of the outer axis reads on from where the last one read in every
+  row of the block."""
+  outputs = [a for a in k.axes_of(AxisType.GLOBAL) if isinstance(k.full_shape[a], int)]
+  if len(outputs) < 2 or k.full_shape[inner := outputs[-1]] % TRANSPOSE_BLOCK or k.full_shape[inner] == TRANSPOSE_BLOCK: return
+  def transposes(view, st) -> bool:
+    size = view_itemsize(k, view)
+    return (_stride(st, inner) or 0) * size >= PAGE_BYTES and any(0 < (_stride(st, o) or 0) * size <= LINE_BYTES for o in outputs[:-1])
+  if any(transposes(view, st) for view, st in _load_views(k)): try_opt(Opt(OptOps.THREAD, inner, TRANSPOSE_BLOCK))
 
 def _workgroup(k: Kernel, try_opt, max_threads: int) -> None:
   """Output axes become a workgroup's threads, innermost first (neighbouring threads touch neighbouring memory); an

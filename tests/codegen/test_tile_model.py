@@ -1,10 +1,10 @@
 """The heuristics' register-tile model (codegen.heuristic._tile_model): its estimates for a matmul's tiles, worked out
 by hand from the loads one reduction step makes, and the tile the heuristics pick from them; and the rules around the
-tile: accumulator lanes in flight, cache blocks of B panels."""
+tile: accumulator lanes in flight, cache blocks of B panels, and the row blocks of transposing copies."""
 import numpy as np
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import CACHE_BUDGET, LANES_IN_FLIGHT, LONG_CHAIN, TILE_SLACK, _tile_model, hand_coded_optimizations
+from codegen.heuristic import CACHE_BUDGET, LANES_IN_FLIGHT, LONG_CHAIN, PAGE_BYTES, TILE_SLACK, TRANSPOSE_BLOCK, _tile_model, hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
 
@@ -114,3 +114,28 @@ def test_at_equal_cost_the_lanes_run_along_the_reduction():
   k = Kernel(items[0].ast, AVX512)
   hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
   assert k.axis_types[k.vector_axis] is AxisType.UNROLL and k.full_shape[k.vector_axis] == 16
+
+def copy_kernel(t: Tensor) -> Kernel:
+  (item,) = [i for i in t.contiguous().schedule() if i.ast.op is Ops.SINK]
+  return Kernel(item.ast, AVX512)
+
+def test_a_copy_reading_a_page_further_each_step_reads_rows_side_by_side():
+  """Packing a 1024 x 1024 b into 16-lane panels reads 16 floats of one row per step and the next row (4 KiB on) at
+  the next: the row axis is cut into blocks of TRANSPOSE_BLOCK, outermost, so each step along the panels reads on
+  in 8 rows. A 512 x 512 b's rows are 2 KiB apart, and a kernel that keeps the layout reads on in one row: left alone."""
+  assert (TRANSPOSE_BLOCK, PAGE_BYTES) == (8, 4096)
+  def panels(n: int) -> Tensor: return Tensor.empty(n, n).reshape(n, n // 16, 16).permute(1, 0, 2)
+  k = copy_kernel(panels(1024))
+  opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+  assert [o for o in opts if o.op is OptOps.THREAD] == [Opt(OptOps.THREAD, 1, 8)]
+  assert k.full_shape == (1024 // 8, 64, 8, 16)
+  for t in (panels(512), Tensor.empty(64, 1024, 16) * 2):
+    k = copy_kernel(t)
+    assert not [o for o in hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers) if o.op is OptOps.THREAD], t.shape
+
+def test_blocked_transposing_copies_move_every_value():
+  rng = np.random.default_rng(0)
+  b = rng.random((1024, 1024), dtype=np.float32)
+  tb = Tensor(b)
+  assert np.array_equal(tb.reshape(1024, 64, 16).permute(1, 0, 2).contiguous().numpy(), b.reshape(1024, 64, 16).transpose(1, 0, 2))
+  assert np.array_equal(tb.T.contiguous().numpy(), b.T)
