@@ -178,9 +178,10 @@ class SoftwareEngine:
     while i < len(words):
       cmd = words[i]
       if cmd == "wait":
-        self.blocked = (words[i + 1], words[i + 2])
-        try: words[i + 1].wait(words[i + 2], timeout_ms=math.inf)  # as a GPU's engine, it waits for good: synchronize is what times out
-        finally: self.blocked = None
+        if words[i + 1].value < words[i + 2]:
+          self.blocked = (words[i + 1], words[i + 2])
+          try: words[i + 1].wait(words[i + 2], timeout_ms=math.inf)  # as a GPU's engine, it waits for good: synchronize is what times out
+          finally: self.blocked = None
         i += 3
       elif cmd == "signal":
         sig, value = words[i + 1], words[i + 2]

@@ -65,7 +65,7 @@ def _describe(t: Tensor) -> list[tuple[Buffer, InputInfo, dict[str, int]]]:
 def _bound_values(described: list, args: tuple, kwargs: dict) -> dict[str, int]:
   """The Variable values of one call: bound in the inputs' views, or bound Variables passed as arguments."""
   out: dict[str, int] = {}
-  found = [vv for _, _, vv in described] + [{a.src[0].arg[0]: a.src[1].arg} for a in (*args, *kwargs.values()) if isinstance(a, UOp) and a.op is Ops.BIND]
+  found = [vv for _, _, vv in described if vv] + [{a.src[0].arg[0]: a.src[1].arg} for a in (*args, *kwargs.values()) if isinstance(a, UOp) and a.op is Ops.BIND]
   for name, value in ((k, v) for vv in found for k, v in vv.items()):
     if out.setdefault(name, value) != value: raise JitError(f"Variable {name!r} is bound to both {out[name]} and {value} in one call")
   return out
@@ -174,7 +174,6 @@ class TinyJit:
     if len({id(t) for _, t in named}) != len(named): raise JitError("duplicate inputs to JIT")
     Tensor.realize_all(*(t for _, t in named))
     described = [d for i, (_, t) in enumerate(named) for d in self._described(i, t)]
-    part_names = [n for n, t in named for _ in range(len(t.uop.src) if t.uop.op is Ops.MULTI else 1)]
     if len({id(b) for b, _, _ in described}) != len(described): raise JitError("duplicate inputs to JIT (two inputs share a buffer)")
     var_vals = _bound_values(described, args, kwargs)
     if self.cnt == 0:
@@ -186,6 +185,7 @@ class TinyJit:
     infos = [i for _, i, _ in described]
     if infos != self.captured.input_info:
       bad = next(k for k, (a, b) in enumerate(zip(infos, self.captured.input_info)) if a != b)
+      part_names = [n for n, t in named for _ in range(len(t.uop.src) if t.uop.op is Ops.MULTI else 1)]
       raise JitError(f"args mismatch in JIT: input {part_names[bad]!r} expected {_show(self.captured.input_info[bad])}, got {_show(infos[bad])}")
     self.cnt += 1
     if DEBUG >= 1 and self.cnt % 10 == 0: print(f"jit execs {self.cnt - 2} calls")

@@ -142,11 +142,12 @@ class Tensor(CreationMixin, ElementwiseMixin, MovementMixin, ReduceMixin, Proces
     return self
   @staticmethod
   def realize_all(*tensors: Tensor) -> None:
+    tensors = tuple(t for t in tensors if not _is_realized(t.uop))
+    if not tensors: return
     first: dict[UOp, Tensor] = {}
     for t in tensors:  # distinct tensors computing one value (two Tensor.zeros(3)) each get memory of their own
-      if not _is_realized(t.uop) and first.setdefault(t.uop, t) is not t and t._own_buffer_possible(): t._point_at(t._into_new_buffer())
-    targets = dedup(t.uop for t in tensors if not _is_realized(t.uop))
-    if not targets: return
+      if first.setdefault(t.uop, t) is not t and t._own_buffer_possible(): t._point_at(t._into_new_buffer())
+    targets = dedup(t.uop for t in tensors)
     plan = distribute(targets)  # multi-device tensors as one graph per device
     items, becomes, _ = create_schedule(dedup(p for t in targets for p in _parts(plan.get(t, t))))
     memo: dict[UOp, UOp] = {}
