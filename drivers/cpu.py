@@ -120,7 +120,8 @@ class CPUQueue(SoftwareQueue):
              BatchProgram(dev, [(p, n) for _, p, _, n in run])) for run in stretches if len(run) > 1]
 
 class CPUDevice(HCQCompiled):
-  """Kernels run on the compute engine's worker thread (and the thread pool it splits them over)."""
+  """Kernels run on the compute engine (its worker thread, or the submitting thread when the engine is idle) and the
+  thread pool it splits them over."""
   engines_notify = True
   def __init__(self, device: str):
     target = target_for(parse_targets(DEV.value), "CPU")
