@@ -61,14 +61,6 @@ def _bounds_padded_loop(k: Kernel, axis: int) -> bool:
   hints = [st.views[-1].strides for view, st in zip(k.views, k.sts) if view in k.hint_views]
   return any(s[axis] != 0 and any(s[axis] == s[r] for r in loops) for s in hints)
 
-def _vector_score(k: Kernel, axis: int, is_output: bool) -> int:
-  """How well `axis` vectorizes: contiguous loads gain, broadcast loads are free, anything else is a gather."""
-  score = sum(2 if s == 1 else 0 if s == 0 else -1 for s in _load_strides(k, axis))
-  if is_output:  # the store must be contiguous too, or it is scattered lane by lane
-    store = [st for v, st in zip(k.views, k.sts) if v in k.store_views]
-    score += sum(2 if _stride(st, axis) == 1 else -3 for st in store)
-  return score
-
 def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: the
   arithmetic and each contiguous or broadcast load take one instruction per vector, any other load one per lane. An
@@ -85,6 +77,16 @@ def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   elif width > 1:  # lanes along the reduction: each output folds them, a shuffle and an op per halving
     cost += 2 * math.log2(width) / steps
   return cost
+
+def _copy_lane_cost(k: Kernel, axis: int, width: int) -> float:
+  """Instructions per lane of an elementwise kernel with `width` lanes along output `axis`: each load and the store
+  that is contiguous along it takes one per vector, any other one per lane; broadcast loads are left out (their value
+  is one register, mostly hoisted out of the loop). Every load counts, also two through one view (a ReLU's gradient
+  reads its input and the incoming gradient alike)."""
+  views = dict(zip(k.views, k.sts))
+  strides = [_stride(views[u.src[1]], axis) for u in k.ast.toposort() if u.op.name == "LOAD"]
+  strides += [_stride(st, axis) for v, st in views.items() if v in k.store_views]
+  return round(sum(0 if s == 0 else 1 / width if s == 1 else 1.0 for s in strides), 6)
 
 def _tiles(k: Kernel, axes: list[int], budget: int):
   """Every register tile over `axes` (axis -> amount, each dividing the axis) whose positions fit in `budget`."""
@@ -175,19 +177,21 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
       return applied
 
   if not k.reduce_op:
-    # elementwise: vector lanes along the innermost output axis that is contiguous (as many as divide it); when that
-    # is fewer than a register holds, each iteration also takes several steps of the next axis out
-    for a in reversed(k.axes_of(AxisType.GLOBAL)):
-      size = k.full_shape[a]
-      width = max((w for w in (16, 8, 4, 2) if w <= VECTOR_WIDTH and size % w == 0), default=0)
-      if not width or _vector_score(k, a, True) <= 0: continue
-      if not try_opt(Opt(OptOps.UPCAST, a, width)): break
-      try_opt(Opt(OptOps.VECTORIZE, a + 1 if size != width else a, 0))
-      outer = [o for o in k.axes_of(AxisType.GLOBAL) if o < a]
-      if width < VECTOR_WIDTH and outer:
-        more = max((d for d in range(2, 2 * VECTOR_WIDTH // width + 1) if k.full_shape[outer[-1]] % d == 0), default=0)
-        if more: try_opt(Opt(OptOps.UPCAST, outer[-1], more))
-      break
+    # elementwise: vector lanes (as many as divide it) along the output axis whose loads and store take the fewest
+    # instructions per lane, the innermost of equals; when that is fewer than a register holds, each iteration also
+    # takes several steps of the next axis out
+    widths = {a: max((w for w in (16, 8, 4, 2) if w <= VECTOR_WIDTH and size % w == 0), default=0)
+              for a in k.axes_of(AxisType.GLOBAL) if isinstance(size := k.full_shape[a], int)}
+    costs = {a: _copy_lane_cost(k, a, w) for a, w in widths.items() if w}
+    if gains := [a for a, cost in costs.items() if cost < _copy_lane_cost(k, a, 1)]:
+      a = min(gains, key=lambda a: (costs[a], -a))
+      size, width = k.full_shape[a], widths[a]
+      if try_opt(Opt(OptOps.UPCAST, a, width)):
+        try_opt(Opt(OptOps.VECTORIZE, a + 1 if size != width else a, 0))
+        outer = [o for o in k.axes_of(AxisType.GLOBAL) if o < a]
+        if width < VECTOR_WIDTH and outer:
+          more = max((d for d in range(2, 2 * VECTOR_WIDTH // width + 1) if k.full_shape[outer[-1]] % d == 0), default=0)
+          if more: try_opt(Opt(OptOps.UPCAST, outer[-1], more))
     if k.splits_across_cores: _block_transposing_loads(k, try_opt)
     if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
     return applied
