@@ -6,6 +6,7 @@ axis of symbolic size is never split; estimates take it at its largest."""
 from __future__ import annotations
 import math
 from ir.helpers import prod
+from ir.ops import ELEMENTWISE
 from ir.uop import smax
 from ir.switches import TC
 from codegen.kernel import AxisType, Kernel, KernelOptError, Opt, OptOps
@@ -61,16 +62,28 @@ def _bounds_padded_loop(k: Kernel, axis: int) -> bool:
   hints = [st.views[-1].strides for view, st in zip(k.views, k.sts) if view in k.hint_views]
   return any(s[axis] != 0 and any(s[axis] == s[r] for r in loops) for s in hints)
 
+def _step_ops(k: Kernel) -> int:
+  """The arithmetic operations a reduction computes at each of its steps: those that depend on a value read along a
+  reduction axis (the rest, such as a normalization's per-channel factors, is the same at every step)."""
+  views, reduces = dict(zip(k.views, k.sts)), k.axes_of(AxisType.REDUCE)
+  moving: set = set()
+  for r in k.reduceops:
+    for u in r.src[0].toposort():
+      read = u.src[1] if u.op.name == "LOAD" else u.src[0] if u.op.name == "VALID" else None
+      if (read is not None and any(_stride(views[read], a) != 0 for a in reduces)) or any(s in moving for s in u.src): moving.add(u)
+  return sum(1 for u in moving if u.op in ELEMENTWISE)
+
 def _lane_cost(k: Kernel, axis: int, width: int) -> float:
-  """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: the
-  arithmetic and each contiguous or broadcast load take one instruction per vector, any other load one per lane. An
+  """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: each
+  operation of a step (_step_ops, at least one) and each contiguous or broadcast load take one instruction per vector,
+  any other load one per lane. An
   output axis's stores count the same way, but happen once per output, so they are spread over the reduction."""
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
   reduces = k.axes_of(AxisType.REDUCE)
   steps = max(prod(smax(k.full_shape[a]) for a in reduces), 1)
   def per_step(st) -> float:  # a load that doesn't move along the reduction (an epilogue's operand) happens once per output
     return 1 / steps if reduces and all(_stride(st, r) == 0 for r in reduces) else 1.0
-  cost = 1 / width + sum(per_lane(_stride(st, axis)) * per_step(st) for st in _loads(k))
+  cost = max(_step_ops(k), 1) / width + sum(per_lane(_stride(st, axis)) * per_step(st) for st in _loads(k))
   if k.axis_types[axis] is AxisType.GLOBAL:
     stores = [_stride(st, axis) for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps

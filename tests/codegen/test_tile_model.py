@@ -161,3 +161,27 @@ def test_a_copy_vectorized_along_its_loads_moves_every_value():
   assert np.array_equal(got, np.where(x > 0, g, 0).transpose(0, 2, 1))
   image = rng.standard_normal((2, 3, 48, 48), dtype=np.float32)
   assert np.array_equal((Tensor(image).permute(0, 2, 3, 1) * 2).contiguous().numpy(), image.transpose(0, 2, 3, 1) * 2)
+
+def pooled_terms(x: Tensor, p: Tensor) -> Tensor:
+  """Per-channel sums of a many-operation expression of x and p (a pooled value repeated over pairs, as a max-pool's
+  gradient is): the pairs can't merge with the rows, so the innermost contiguous axis is only 2 long."""
+  return ((x * p + 1).relu() * (x - p) + x * x).sum(axis=(0, 2, 3))
+
+def test_a_reduction_with_many_operations_per_step_takes_its_lanes_along_the_outputs():
+  """Each step's operations (here 6) cost one instruction per vector: two lanes along the pairs would pay each of them
+  once per two values, so 16 lanes along the channels (gathered loads) cost less. A step of one multiply keeps two
+  lanes along the pairs (contiguous loads)."""
+  x, p = Tensor.empty(64, 32, 20, 2), Tensor.empty(64, 32, 20, 1).expand(64, 32, 20, 2)
+  for y, lanes_along in ((pooled_terms(x, p), AxisType.UPCAST), ((x * p).sum(axis=(0, 2, 3)), AxisType.UNROLL)):
+    (item,) = [i for i in y.schedule() if i.ast.op is Ops.SINK]
+    k = Kernel(item.ast, AVX512)
+    hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+    assert k.axis_types[k.vector_axis] is lanes_along
+    assert k.full_shape[k.vector_axis] == (16 if lanes_along is AxisType.UPCAST else 2)
+
+def test_a_reduction_with_lanes_along_its_outputs_sums_every_value():
+  rng = np.random.default_rng(2)
+  x, p = rng.standard_normal((16, 32, 20, 2), dtype=np.float32), rng.standard_normal((16, 32, 20, 1), dtype=np.float32)
+  want = (np.maximum(x * p + 1, 0) * (x - p) + x * x).sum(axis=(0, 2, 3))
+  got = pooled_terms(Tensor(x), Tensor(p).expand(16, 32, 20, 2)).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5)
