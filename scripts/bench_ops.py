@@ -1,10 +1,11 @@
 """Kernel speed on this CPU: tg (heuristics eagerly, the same under TinyJit, and BEAM=2's kernels under TinyJit) next
 to numpy and, when installed, PyTorch, measured in the same run, as GFLOPS or GB/s with tg/numpy ratios and, for
-GFLOPS cases, the fraction of this CPU's fp32 peak (measured first with register-only FMA chains on tg's threads); plus
-the median build time (optimize + lower + compile) per kernel. The eager column pays for building and scheduling the
-graph at every call; the JIT columns are the kernels and their launch. Each side is timed after a pause, so another
-library's worker threads that spin after a call (OpenBLAS's, OpenMP's) have gone idle. Switches: REPEAT (timed runs
-per case, default 5; they go on until they have lasted 0.2 s), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
+GFLOPS cases, the fraction of this CPU's fp32 peak (measured first with register-only FMA chains on tg's threads) and
+peak/numpy, the most any kernel's ratio to numpy could be; plus the median build time (optimize + lower + compile) per
+kernel. The eager column pays for building and scheduling the graph at every call; the JIT columns are the kernels and
+their launch. Each side is timed after a pause, so another library's worker threads that spin after a call
+(OpenBLAS's, OpenMP's) have gone idle. Switches: REPEAT (timed runs per case, default 5; they go on until they have
+lasted 0.2 s), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
@@ -101,12 +102,12 @@ if __name__ == "__main__":
   peak = peak_gflops()
   print(f"fp32 peak of this CPU on {NUM_CPU_THREADS.value} threads (register-only FMA chains): {peak:.1f} GFLOPS")
   print(f"{'case':18s} {'unit':7s} {'tg':>8s} {'tg JIT':>8s} {'BEAM=2 JIT':>10s} {'numpy':>8s} {'torch':>8s} {'tg/numpy':>9s} {'JIT/numpy':>10s} "
-        f"{'BEAM/numpy':>11s} {'JIT/peak':>9s} {'numpy/peak':>11s}", flush=True)
+        f"{'BEAM/numpy':>11s} {'JIT/peak':>9s} {'numpy/peak':>11s} {'peak/numpy':>11s}", flush=True)
   for name, work, unit, make, np_fn, torch_fn in cases():
     times = tg_time(make, 0), tg_time(make, 0, jit=True), tg_time(make, 2, jit=True), best(np_fn), torch_time(torch_fn)
     heur, jit, beam, np_v, torch_v = (work / t / 1e9 if t else None for t in times)
     tv = f"{torch_v:8.1f}" if torch_v else f"{'-':>8s}"
-    of_peak = f"{jit / peak:9.0%} {np_v / peak:11.0%}" if unit == "GFLOPS" else ""
+    of_peak = f"{jit / peak:9.0%} {np_v / peak:11.0%} {peak / np_v:10.2f}x" if unit == "GFLOPS" else ""
     print(f"{name:18s} {unit:7s} {heur:8.1f} {jit:8.1f} {beam:10.1f} {np_v:8.1f} {tv} {heur / np_v:8.2f}x {jit / np_v:9.2f}x "
           f"{beam / np_v:10.2f}x {of_peak}", flush=True)
   builds = sorted(r.build_s for r in _runners.values() if r.search_s < 0.5)  # heuristic kernels (BEAM search time excluded)
