@@ -144,6 +144,7 @@ class Lowerer:
     branch = self._lower_group(idxs) if k.axes_of(AxisType.GROUP) else None
     for store in k.ast.src:
       buf, view, value = store.src
+      scattered: list[tuple[dict[int, UOp], UOp, list[tuple[UOp, UOp]]]] = []  # tiles whose lanes aren't adjacent in memory
       for tile in tiles:
         if k.tensor_core is not None:
           self._store_tensor_core_tile(store, idxs, tile)
@@ -155,14 +156,32 @@ class Lowerer:
         if len(lanes) > 1 and vec.dtype != dtypes.bool.vec(self.width) and all(_offset(places[0][0], idx) == i for i, (idx, _) in enumerate(places)):
           gate = self.vectorize([valid for _, valid in places])
           b.append(UOp(Ops.STORE, dtypes.void, (buf, places[0][0], self._widen(vec)) + (() if _always(gate) else (gate,))))
-        else:
-          for i, (idx, valid) in enumerate(places):
-            if not (valid.op is Ops.CONST and not valid.arg):  # a padded place: nothing to store
-              b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, _lane(vec, i)) + (() if _always(valid) else (valid,))))
+        else: scattered.append((tile, vec, places))
+      for idx, val, valid in self._scattered_stores(scattered):
+        if not (valid.op is Ops.CONST and not valid.arg):  # a padded place: nothing to store
+          b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, val) + (() if _always(valid) else (valid,))))
     if branch is not None: b.close_if(branch)
     if guard is not None: b.close_if(guard)
     for rng in reversed(opened): b.close_range(rng)
     return b.uops
+
+  def _scattered_stores(self, scattered: list[tuple[dict[int, UOp], UOp, list[tuple[UOp, UOp]]]]) -> list[tuple[UOp, UOp, UOp]]:
+    """(index, value, validity) of each store for tiles whose vector lanes are apart in memory: lane by lane; but on a
+    CPU, where the tiles along an upcast axis put each lane's values side by side (a convolution's lanes along its
+    output channels, stored with rows contiguous), one vector per lane along that axis, in one store."""
+    by_lane = [(idx, _lane(vec, i), valid) for _, vec, places in scattered for i, (idx, valid) in enumerate(places)]
+    if not self.split_cores or self.vec_is_reduce or len(scattered) < 2 or by_lane[0][1].dtype == dtypes.bool or \
+        not all(_always(valid) for _, _, valid in by_lane): return by_lane
+    lanes = range(len(scattered[0][2]))
+    for axis in self.k.axes_of(AxisType.UPCAST):
+      if axis == self.vec_axis: continue
+      rows: dict[tuple, list] = {}  # the tiles that differ only along `axis`, in its order
+      for tile, vec, places in sorted(scattered, key=lambda t: t[0][axis].arg):
+        rows.setdefault(tuple((a, c.arg) for a, c in sorted(tile.items()) if a != axis), []).append((vec, [idx for idx, _ in places]))
+      if all(_offset(row[0][1][lane], idxs[lane]) == j for row in rows.values() for j, (_, idxs) in enumerate(row) for lane in lanes):
+        true = UOp.const(dtypes.bool, True)
+        return [(row[0][1][lane], self.vectorize([_lane(vec, lane) for vec, _ in row]), true) for row in rows.values() for lane in lanes]
+    return by_lane
 
   def _lower_group(self, idxs: list[UOp]) -> UOp:
     """Combine the workgroup's partial reductions through local memory: every thread stores its partial result,
@@ -351,10 +370,11 @@ class Lowerer:
       self.b.append(UOp(Ops.STORE, dtypes.void, (buf, idx, self._value(value, at, tile, elem)) + (() if _always(valid) else (valid,))))
 
   # ---- lanes -> vectors ----
-  def _widen(self, x: UOp) -> UOp:
-    """x as a vector of the kernel's width (a uniform scalar is broadcast)."""
-    if self.width == 1 or x.dtype.count == self.width: return x
-    return UOp(Ops.VECTORIZE, x.dtype.vec(self.width), (x,) * self.width)
+  def _widen(self, x: UOp, width: int | None = None) -> UOp:
+    """x as a vector of `width` lanes, by default the kernel's (a uniform scalar is broadcast)."""
+    width = width or self.width
+    if width == 1 or x.dtype.count == width: return x
+    return UOp(Ops.VECTORIZE, x.dtype.vec(width), (x,) * width)
 
   def vectorize(self, lanes: list[UOp]) -> UOp:
     """One value for all lanes: the scalar itself when every lane is the same, else a vector UOp built op by op,
@@ -370,7 +390,7 @@ class Lowerer:
         and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)):
       out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
     elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
-      out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes])) for j in range(len(first.src))), first.arg)
+      out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes]), n) for j in range(len(first.src))), first.arg)
     else: out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(lanes))
     self.vec_memo[key] = out
     return out

@@ -423,3 +423,17 @@ def test_an_operand_read_once_per_output_does_not_choose_the_vector_axis():
   assert Kernel(item.ast, Device["CPU"].renderer).full_shape == (64, 64, 128)  # axes (row, column, summed)
   assert get_program(item.ast, Device["CPU"].renderer).applied_opts[:2] == [Opt(OptOps.UPCAST, 1, lanes), Opt(OptOps.VECTORIZE, 2, 0)]
   np.testing.assert_allclose(out.numpy(), (a.numpy() @ b.numpy()) * c.numpy().T, rtol=1e-5)
+
+def test_lanes_scattered_in_memory_are_stored_as_vectors_along_a_contiguous_tile_axis():
+  """A convolution with lanes along its output channels stores NCHW, 64 floats apart per channel. With the tile 4 wide
+  along x (contiguous in the output), each channel's 4 values are regrouped into one vector store: 16 per 4x16
+  outputs instead of 64 scalar stores. A tile along the batch (outputs 2048 floats apart) can't be: lane by lane."""
+  x, w = Tensor.rand(2, 3, 10, 10).realize(), Tensor.rand(32, 3, 3, 3).realize()
+  w_lanes = w.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2).realize()  # as conv2d's CPU copy has it: one kernel left
+  (conv,) = [i for i in x.conv2d(w_lanes).schedule() if i.ast.op is Ops.SINK]
+  want = torch_free_conv(x.numpy(), w.numpy()).reshape(-1)
+  lanes = [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.VECTORIZE, 2, 0)]
+  for opts, widths in ((lanes + [Opt(OptOps.UPCAST, 5, 4)], {4}), (lanes + [Opt(OptOps.UPCAST, 0, 2)], {1})):
+    spec = get_program(conv.ast, Device["CPU"].renderer, opts)
+    assert {u.src[2].dtype.count for u in spec.uops if u.op is Ops.STORE and u.src[0].op is Ops.DEFINE_GLOBAL} == widths
+    np.testing.assert_allclose(run_with("CPU", x.conv2d(w_lanes), opts), want, rtol=1e-5, atol=1e-5)
