@@ -37,6 +37,7 @@ def _pow_grad(g: Tensor, out: Tensor, base: Tensor, exp: Tensor) -> tuple[Tensor
   """PyTorch's: exp * base**(exp-1), 0 where exp == 0; out * log(base), 0 where base == 0 and exp >= 0."""
   return (g * (exp == 0).where(0, exp * base.pow(exp - 1)), g * ((base == 0) & (exp >= 0)).where(0, out * base.log()))
 def _sigmoid_grad(g: Tensor, s: Tensor, x: Tensor) -> tuple[Tensor]: return (g * s * (1 - s),)
+def _relu_grad(g: Tensor, out: Tensor, x: Tensor) -> tuple[Tensor]: return ((out <= 0).where(0, g),)  # out <= 0 exactly where x <= 0
 def _tanh_grad(g: Tensor, t: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (1 - t * t),)
 def _erf_grad(g: Tensor, y: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
 
@@ -401,7 +402,10 @@ class ElementwiseMixin:
     return self.isnan().where(self, s) if dtypes.is_float(self.dtype) else s
 
   # ---------------- activations ----------------
-  def relu(self) -> Tensor: return (self <= 0).where(0, self)  # NaN stays NaN, as in PyTorch
+  def relu(self) -> Tensor:
+    """max(x, 0); NaN stays NaN, as in PyTorch. Its gradient reads the output, not x (as PyTorch's does): training
+    then keeps one activation per layer, and a layer's ReLU runs in the kernel that computes its input."""
+    return _with_grad((self <= 0).where(0, self), _relu_grad, self)
   def relu6(self) -> Tensor: return self.hardtanh(0, 6)
   def leaky_relu(self, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
   def elu(self, alpha: float = 1.0) -> Tensor: return (self > 0).where(self, alpha * (self.exp() - 1))

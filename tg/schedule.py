@@ -212,26 +212,35 @@ class Scheduler:
     b = buffer_of(u)
     return b is not None and b[1].contiguous and b[1].size == b[0].size
 
+  def _value_consumers(self, u: UOp) -> list[UOp]:
+    """The nodes that use `u`'s value, seen through the ops that pass it on unchanged (DETACH, CONTIGUOUS_BACKWARD,
+    and GRAD_OVERRIDE, whose other sources are only for the backward pass)."""
+    out: list[UOp] = []
+    for c in self.consumers[u]:
+      if c.op in (Ops.DETACH, Ops.CONTIGUOUS_BACKWARD) or (c.op is Ops.GRAD_OVERRIDE and c.src[0] is u): out += self._value_consumers(c)
+      elif c.op is not Ops.GRAD_OVERRIDE: out.append(c)
+    return out
+
   def _broadcast_consumed(self, u: UOp) -> bool:
     """Does some consumer reach `u` through an EXPAND (so a fused kernel would compute it more than once)?"""
-    stack = list(self.consumers[u])
+    stack = self._value_consumers(u)
     while stack:
       c = stack.pop()
       if c.op is Ops.EXPAND: return True
-      if c.op in MOVEMENT: stack.extend(self.consumers[c])
+      if c.op in MOVEMENT: stack.extend(self._value_consumers(c))
     return False
 
   def _big_reduction_operand(self, u: UOp) -> bool:
     """Is `u` at least STORED_OPERAND_SIZE elements that a reduction reads through a broadcast (movement ops, an
     EXPAND, then elementwise ops), so that every element is computed again for each output reading it?"""
     if not all_int(u.shape) or sprod(u.shape) < STORED_OPERAND_SIZE: return False
-    stack, seen = [(c, False) for c in self.consumers[u]], set()
+    stack, seen = [(c, False) for c in self._value_consumers(u)], set()
     while stack:
       c, expanded = stack.pop()
       if (c, expanded) in seen: continue
       seen.add((c, expanded))
       if c.op is Ops.REDUCE_AXIS and expanded: return True
-      if c.op in MOVEMENT or (expanded and c.op in ELEMENTWISE): stack.extend((n, expanded or c.op is Ops.EXPAND) for n in self.consumers[c])
+      if c.op in MOVEMENT or (expanded and c.op in ELEMENTWISE): stack.extend((n, expanded or c.op is Ops.EXPAND) for n in self._value_consumers(c))
     return False
 
   def _local_cost(self, u: UOp) -> int:

@@ -763,10 +763,12 @@ def test_combining_with_unsupported_type_raises():
   with pytest.raises(TypeError): Tensor([1.0]) + "a"
 
 def test_relu_keeps_nan_and_passes_no_gradient_at_zero():
+  """The gradient is read from the output (out <= 0 passes none), which agrees with x <= 0 everywhere: at -0.0, at 0,
+  and at NaN, where it passes the gradient on as PyTorch's threshold_backward does."""
   np.testing.assert_array_equal(Tensor([np.nan, -1., 0., 2.]).relu().numpy(), [np.nan, 0., 0., 2.])
-  x = Tensor([-1., 0., 2.], requires_grad=True)
-  x.relu().sum().backward()
-  np.testing.assert_array_equal(x.grad.numpy(), [0., 0., 1.])
+  x = Tensor([np.nan, -1., -0., 0., 2.], requires_grad=True)
+  (x.relu() * Tensor([3., 5., 7., 11., 13.])).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), [3., 0., 0., 0., 13.])
 
 @pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.int8, dtypes.uint16, dtypes.int64])
 def test_integer_division_and_modulo_by_zero_give_zero_like_numpy(dtype):

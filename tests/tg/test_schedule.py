@@ -64,6 +64,24 @@ def test_big_activation_a_convolution_reads_through_its_window_is_stored_once():
     win = np.lib.stride_tricks.sliding_window_view(np.maximum(x.numpy() + b.numpy(), 0), (3, 3), axis=(2, 3))
     np.testing.assert_allclose(out.numpy(), np.einsum("bcyxij,ocij->boyx", win, w.numpy()), rtol=1e-4, atol=1e-4)
 
+def test_a_relu_layer_in_training_stores_only_its_output():
+  """ReLU's gradient reads its output, so the pre-activation x @ w1 + b1 is needed by nothing but the ReLU: bias and
+  ReLU run in the matmul's kernel, and only the activation is stored for the next layer and the backward pass. (Were
+  the gradient read from x @ w1 + b1, that would be stored too and the ReLU would be a kernel of its own.)"""
+  x, w1, b1, w2 = rnd(512, 64), rnd(64, 256), rnd(256), rnd(256, 10)
+  for t in (w1, b1, w2): t.requires_grad = True
+  (((x @ w1 + b1).relu()) @ w2).sum().backward()
+  items = w1.grad.schedule(b1.grad, w2.grad)
+  sizes = lambda i: [b.size for b in i.bufs]  # the forward matmul writes 512x256 from x (512x64) and w1 (64x256)
+  (forward,) = [i for i in items if sizes(i)[0] == 512 * 256 and {512 * 64, 64 * 256} <= set(sizes(i)[1:])]
+  assert any(u.op.name == "WHERE" for u in forward.ast.toposort())
+  assert not [i for i in items if "REDUCE_AXIS" not in {u.op.name for u in i.ast.toposort()}]  # no kernel for the ReLU alone
+  h = x.numpy() @ w1.numpy() + b1.numpy()
+  g_h = (h > 0) * w2.numpy().sum(1)
+  np.testing.assert_allclose(w1.grad.numpy(), x.numpy().T @ g_h, rtol=1e-3, atol=1e-2)
+  np.testing.assert_allclose(b1.grad.numpy(), g_h.sum(0), rtol=1e-3, atol=1e-2)
+  np.testing.assert_allclose(w2.grad.numpy(), np.maximum(h, 0).sum(0)[:, None].repeat(10, 1), rtol=1e-3, atol=1e-2)
+
 def test_realize_several_in_one_schedule():
   a = rnd(8)
   x, y = a * 2, a.sum()
