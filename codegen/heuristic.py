@@ -69,15 +69,15 @@ def _step_ops(k: Kernel) -> int:
   moving: set = set()
   for r in k.reduceops:
     for u in r.src[0].toposort():
-      read = u.src[1] if u.op.name == "LOAD" else u.src[0] if u.op.name == "VALID" else None
+      read = u.src[1] if u.op.name == "LOAD" else u.src[0] if u.op.name in ("VALID", "ARANGE") else None
       if (read is not None and any(_stride(views[read], a) != 0 for a in reduces)) or any(s in moving for s in u.src): moving.add(u)
   return sum(1 for u in moving if u.op in ELEMENTWISE)
 
 def _lane_cost(k: Kernel, axis: int, width: int) -> float:
   """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: each
   operation of a step (_step_ops, at least one) and each contiguous or broadcast load take one instruction per vector,
-  any other load one per lane. An
-  output axis's stores count the same way, but happen once per output, so they are spread over the reduction."""
+  any other load one per lane. An output axis's stores count the same way, but happen once per output, so they are
+  spread over the reduction."""
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
   reduces = k.axes_of(AxisType.REDUCE)
   steps = max(prod(smax(k.full_shape[a]) for a in reduces), 1)
@@ -99,7 +99,7 @@ def _copy_lane_cost(k: Kernel, axis: int, width: int) -> float:
   views = dict(zip(k.views, k.sts))
   strides = [_stride(views[u.src[1]], axis) for u in k.ast.toposort() if u.op.name == "LOAD"]
   strides += [_stride(st, axis) for v, st in views.items() if v in k.store_views]
-  return round(sum(0 if s == 0 else 1 / width if s == 1 else 1.0 for s in strides), 6)
+  return sum(0 if s == 0 else 1 / width if s == 1 else 1.0 for s in strides)
 
 def _tiles(k: Kernel, axes: list[int], budget: int):
   """Every register tile over `axes` (axis -> amount, each dividing the axis) whose positions fit in `budget`."""
