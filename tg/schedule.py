@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections, functools, operator, sys
 from dataclasses import dataclass, field
 from ir.dtype import dtypes
-from ir.helpers import prod
+from ir.helpers import argsort, prod
 from ir.ops import Ops, ALU, ELEMENTWISE, MOVEMENT, STORED_ZEROS, TRANSCENDENTAL, ZERO_PRESERVING
 from ir.switches import SPLIT_REDUCEOP
 from ir import tracing
@@ -63,6 +63,14 @@ def movement_view(u: UOp, stop=lambda u: False) -> tuple[UOp, ShapeTracker]:
   st = ShapeTracker.from_shape(u.shape)
   for m in reversed(chain): st = getattr(st, m.op.name.lower())(m.arg)
   return u, st
+
+def _permuted(u: UOp) -> tuple[UOp, tuple[int, ...]]:
+  """(base, order): `u` is base.permute(order), through any number of PERMUTEs (none: the identity order)."""
+  order = tuple(range(len(u.shape)))
+  while u.op is Ops.PERMUTE:
+    order = tuple(u.arg[o] for o in order)
+    u = u.src[0]
+  return u, order
 
 def buffer_of(u: UOp) -> tuple[Buffer, ShapeTracker] | None:
   """The buffer `u` reads in place, with its view, when `u` is movement ops over a realized BUFFER (or over an
@@ -181,6 +189,7 @@ class Scheduler:
     self.becomes: dict[UOp, UOp] = {}
     self.assign_version: dict[UOp, int] = {}
     self.assigns_into: dict[Buffer, int] = {}
+    self.layouts: dict[UOp, tuple[UOp, tuple[int, ...]]] = {}  # stored node: (its permuted copy, the copy's axis order)
 
   def _device(self, u: UOp) -> str | None:
     if u.op is Ops.BUFFER: return u.arg[0].device
@@ -207,6 +216,22 @@ class Scheduler:
       if u.op in ELEMENTWISE and u not in self.roots and self._big_reduction_operand(u) and self._local_cost(u) >= 1: self.roots.add(u)
       # padding read through overlapping windows (convolutions): store it once, so the windowed loads need no masks
       if u.op is Ops.PAD and self._broadcast_consumed(u): self.roots.add(u)
+    for u in self.order:
+      if u.op is Ops.CONTIGUOUS and u in self.roots: self._store_in_copy_layout(u)
+
+  def _store_in_copy_layout(self, copy: UOp) -> None:
+    """A CONTIGUOUS copy of a permuted elementwise node that other nodes read too and that isn't stored otherwise: the
+    node is stored once, laid out as the copy is, and the copy is a view of it, so the other readers don't compute it
+    again (a ReLU's gradient that a convolution's weight gradient reads with channels innermost and its bias gradient
+    sums). A node stored anyway keeps its row-major buffer: readers through other views (a padded copy) are slower on
+    the permuted one."""
+    base, order = _permuted(copy.src[0])
+    if base.op not in ELEMENTWISE or base in self.roots or len(self._value_consumers(base)) < 2: return
+    if not all_int(base.shape) or prod(base.shape) == 0 or self._image_of(copy) is not None: return
+    if any(t.base is base for t in self.targets): return  # a requested output keeps its own row-major buffer
+    self.roots.discard(copy)
+    self.roots.add(base)
+    self.layouts[base] = (copy, order)
 
   def _is_whole_buffer(self, u: UOp) -> bool:
     b = buffer_of(u)
@@ -281,9 +306,16 @@ class Scheduler:
       self.items.append(ScheduleItem(u, [out, src]))
       return
     if u.op is Ops.ASSIGN: self._schedule_assign(u)
+    elif u in self.layouts: self._schedule_in_copy_layout(u)
     else:
       out = self._new_buffer(u)
       self._emit_kernel(u, out, ShapeTracker.from_shape(u.shape), self._value_of(u))
+
+  def _schedule_in_copy_layout(self, u: UOp) -> None:
+    copy, order = self.layouts[u]
+    out = self._new_buffer(copy)
+    self.becomes[u] = self.becomes[copy].permute(tuple(argsort(order)))
+    self._emit_kernel(u, out, ShapeTracker.from_shape(copy.shape).permute(tuple(argsort(order))), u)
 
   def _value_of(self, u: UOp) -> UOp:
     return u.src[0] if u.op is Ops.CONTIGUOUS else u

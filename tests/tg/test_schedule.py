@@ -82,6 +82,25 @@ def test_a_relu_layer_in_training_stores_only_its_output():
   np.testing.assert_allclose(b1.grad.numpy(), g_h.sum(0), rtol=1e-3, atol=1e-2)
   np.testing.assert_allclose(w2.grad.numpy(), np.maximum(h, 0).sum(0)[:, None].repeat(10, 1), rtol=1e-3, atol=1e-2)
 
+def test_shared_work_with_a_permuted_copy_is_stored_once_in_the_copy_layout():
+  """g = (x @ w) * m read by a transposed copy and by a sum (a ReLU gradient read by a convolution's weight gradient
+  with channels innermost and by its bias gradient): g is stored once, laid out as the copy, so the matmul runs in
+  g's kernel and the sum reads g. (Else the matmul is stored, and the copy and the sum each compute g from it.)"""
+  x, w, m = rnd(64, 32), rnd(32, 48), rnd(64, 48)
+  g = (x @ w) * m
+  copy, total = g.permute(1, 0).contiguous(), g.sum(0)
+  items = copy.schedule(total)
+  assert len(items) == 2
+  assert items[0].bufs[0] in items[1].bufs and "REDUCE_AXIS" in {u.op.name for u in items[0].ast.toposort()}
+  ref = (x.numpy() @ w.numpy()) * m.numpy()
+  np.testing.assert_allclose(copy.numpy(), ref.T, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(total.numpy(), ref.sum(0), rtol=1e-4, atol=1e-4)
+  g2 = (x @ w) * m  # requested itself, g keeps a row-major buffer of its own
+  copy2 = g2.permute(1, 0).contiguous()
+  Tensor.realize(g2, copy2)
+  np.testing.assert_allclose(g2.numpy(), ref, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(copy2.numpy(), ref.T, rtol=1e-4, atol=1e-4)
+
 def test_realize_several_in_one_schedule():
   a = rnd(8)
   x, y = a * 2, a.sum()
