@@ -62,10 +62,10 @@ class ConvGrad:
     spatial = x.shape[2:]
     out_pad = [size + lo + hi - ((o - 1) * s + d * (k - 1) + 1)
                for size, (lo, hi), o, s, d, k in zip(spatial, self.pads, g.shape[2:], self.stride, self.dilation, w.shape[2:])]
+    if _channel_lanes(wt, wt.shape[0] // self.groups):  # the weight's gradient reads g with channels innermost: they become vector lanes
+      gt = _stored_with_innermost(gt, 1)  # (the input's gradient pads this copy channels-last too)
     gx = gt.conv_transpose2d(wt, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=0, output_padding=out_pad)
     gx = gx.shrink([None, None, *[(lo, lo + size) for (lo, _), size in zip(self.pads, spatial)]])
-    if _channel_lanes(wt, wt.shape[0] // self.groups):  # the weight's gradient reads g with channels innermost: they become vector lanes
-      gt = _stored_with_innermost(gt, 1)
     gw = compute_gradient(value, gt.uop, [w]).get(w)
     return gx.uop, gw
 
@@ -218,7 +218,8 @@ class ProcessingMixin:
       return self.image_conv2d(weight, bias, groups, stride, dilation, padding, dtype)
     return self._conv(weight, bias, groups, stride, dilation, padding, dtype)
   def _conv(self, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0,
-            dtype: DType | str | None = None) -> Tensor:
+            dtype: DType | str | None = None, channels_inner: bool = False) -> Tensor:
+    """conv2d without IMAGE; `channels_inner` sums the input channels in the innermost loop, inside the kernel's taps."""
     n = weight.ndim - 2
     if n < 1: raise RuntimeError(f"conv weight needs at least 3 dims (cout, cin/groups, *kernel), got {weight.shape}")
     if self.ndim != n + 2: raise RuntimeError(f"conv input {self.shape} needs {n + 2} dims for weight {weight.shape}")
@@ -237,7 +238,9 @@ class ProcessingMixin:
     if _channel_lanes(weight, cout // groups):  # a copy of the weight with output channels innermost: they become vector lanes
       w = _stored_with_innermost(w, 1)
     w = w.reshape(1, groups, cout // groups, cin_g, *[1] * n, *weight.shape[2:])
-    out = (x * w).sum([3, *range(4 + n, 4 + 2 * n)], dtype=dtype).reshape(bs, cout, *out_sp)
+    taps = range(4 + n, 4 + 2 * n)
+    products = (x * w).permute(0, 1, 2, *range(4, 4 + n), *taps, 3) if channels_inner else x * w
+    out = products.sum([*range(3 + n, 4 + 2 * n)] if channels_inner else [3, *taps], dtype=dtype).reshape(bs, cout, *out_sp)
     if dtypes.is_float(out.dtype):
       rule = ConvGrad(groups, _tuple(stride, n), _tuple(dilation, n), tuple(tuple(p) for p in pads))
       out = out._new(UOp(Ops.GRAD_OVERRIDE, out.dtype, (out.uop, self.uop, weight.uop), rule), self, weight)
@@ -283,8 +286,13 @@ class ProcessingMixin:
       x = x.shrink([(0, (size - 1) * s + 1) if j == dim else None for j in range(x.ndim)])
     w = weight.reshape(groups, cin // groups, cout_g, *weight.shape[2:]).transpose(1, 2).reshape(groups * cout_g, cin // groups, *weight.shape[2:])
     w = w.flip(*range(2, 2 + n))
-    conv_pads = flatten([[d * (k - 1) - p_lo, d * (k - 1) - p_hi + op] for (p_lo, p_hi), d, k, op in zip(pads, dilation, weight.shape[2:], out_pad)][::-1])
-    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=conv_pads)
+    pairs = [(d * (k - 1) - p_lo, d * (k - 1) - p_hi + op) for (p_lo, p_hi), d, k, op in zip(pads, dilation, weight.shape[2:], out_pad)]
+    if _cpu_lanes(x) and not IMAGE and all(lo >= 0 and hi >= 0 for lo, hi in pairs):
+      # on a CPU the padded input is stored channels-last and its channels are summed innermost: a tile of batch rows
+      # then reads contiguous channels, and its loops over the taps skip the padding that a tile along x would multiply
+      x = x.permute(0, *range(2, 2 + n), 1).pad([None, *pairs, None]).permute(0, n + 1, *range(1, n + 1))
+      return x._conv(w, bias, groups=groups, dilation=dilation, channels_inner=True)
+    return x.conv2d(w, bias, groups=groups, dilation=dilation, padding=flatten(pairs[::-1]))
   def conv_transpose1d(self, weight: Tensor, bias: Tensor | None = None, **kw) -> Tensor: return self.conv_transpose2d(weight, bias, **kw)
 
   def _pool_prepare(self, kernel_size, stride, dilation, padding, ceil_mode: bool, fill: float) -> tuple[Tensor, tuple, list]:

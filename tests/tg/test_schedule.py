@@ -2,7 +2,8 @@
 import math
 import numpy as np
 import pytest
-from tg import Tensor, GlobalCounters, Context
+from tg import Tensor, GlobalCounters, Context, Device
+from codegen.kernel import Kernel
 from tg.schedule_cache import stats
 from tg.schedule import MAX_KERNEL_NODES, STORED_OPERAND_SIZE
 
@@ -100,6 +101,24 @@ def test_shared_work_with_a_permuted_copy_is_stored_once_in_the_copy_layout():
   Tensor.realize(g2, copy2)
   np.testing.assert_allclose(g2.numpy(), ref, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(copy2.numpy(), ref.T, rtol=1e-4, atol=1e-4)
+
+def test_a_cpu_transposed_convolution_stores_its_padded_input_channels_last():
+  """On the CPU conv_transpose2d (a convolution's input gradient) stores its zero-padded input channels-last and sums
+  the channels in its innermost loop, inside the taps: a tile of batch rows then reads contiguous channels, and the
+  loops over the taps skip the stored padding (a tile along x would multiply the zeros at its borders)."""
+  rng = np.random.default_rng(0)
+  g, w = (rng.standard_normal(s).astype(np.float32) for s in ((8, 32, 10, 10), (32, 16, 3, 3)))
+  out = Tensor(g, device="CPU").conv_transpose2d(Tensor(w, device="CPU"))
+  items = out.schedule()
+  (pad,) = [i for i in items if i.bufs[0].size == 8 * 32 * 14 * 14]
+  store = pad.ast.src[0].src[1].arg
+  assert store.shape == (8, 14, 14, 32) and store.contiguous
+  (conv,) = [i for i in items if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+  k = Kernel(conv.ast, Device["CPU"].renderer)
+  assert k.full_shape[-3:] == (3, 3, 32) and [t.name for t in k.axis_types[-3:]] == ["REDUCE"] * 3
+  ref = np.zeros((8, 16, 12, 12), np.float32)
+  for ky, kx in np.ndindex(3, 3): ref[:, :, ky:ky + 10, kx:kx + 10] += np.einsum("ncyx,co->noyx", g, w[:, :, ky, kx])
+  np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
 
 def test_realize_several_in_one_schedule():
   a = rnd(8)
