@@ -268,17 +268,17 @@ class Lowerer:
     steps = {a: UOp.variable(f"step{a}", 0, k.full_shape[a] - 1, self.idx_dtype) for a in loops}
     at_loop = [steps.get(a, i) for a, i in enumerate(idxs)]
     fixed_axes = k.axes_of(AxisType.UPCAST, AxisType.UNROLL)
-    combos = [dict(zip(fixed_axes, vals)) for vals in itertools.product(*(range(k.full_shape[a]) for a in fixed_axes))]
-    conditions: dict[tuple, UOp] = {}  # each guard's condition at each distinct place of the tiles and unrolled steps
+    conditions: list[UOp] = []  # each guard's condition at each distinct place of the tiles and unrolled steps
     for view in dict.fromkeys(guards):
-      moves = self.moving[view]  # axes the view ignores can't change the condition
-      for combo in combos:
-        point = tuple(UOp.const(self.idx_dtype, combo[x] if x in moves else 0) if x in combo else i for x, i in enumerate(at_loop))
-        if (view, point) not in conditions: conditions[(view, point)] = self._index(view, point)[1]
+      window_axes = self._window_axes(view, at_loop, fixed_axes)
+      for vals in itertools.product(*(range(k.full_shape[a]) for a in window_axes)):
+        place = dict(zip(window_axes, vals))
+        point = tuple(UOp.const(self.idx_dtype, place.get(x, 0)) if x in fixed_axes else i for x, i in enumerate(at_loop))
+        conditions.append(self._index(view, point)[1])
     out: dict[int, tuple[UOp, UOp]] = {}
     for a in loops:
       lower, upper = _Hull(min), _Hull(max)
-      for valid in conditions.values():
+      for valid in conditions:
         lo, hi = _step_window(valid, steps[a], set(steps.values()))
         lower.add(lo); upper.add(hi)
       if lower.rest is None and upper.rest is None: continue
@@ -287,6 +287,14 @@ class Lowerer:
       end = UOp.const(self.idx_dtype, size) if upper.rest is None else simplify(-((-(upper.const - upper.rest)).maximum(-size)))
       out[a] = (start, end)
     return out
+
+  def _window_axes(self, view: UOp, at_loop: list[UOp], fixed_axes: list[int]) -> list[int]:
+    """The tile and unrolled axes that `view`'s validity depends on (a batch tile reads every image through the same
+    window): found by asking for its validity with those axes as variables."""
+    probe = {a: UOp.variable(f"place{a}", 0, self.k.full_shape[a] - 1, self.idx_dtype) for a in fixed_axes if a in self.moving[view]}
+    _, valid = self.view_st[view].to_uops([probe.get(a, i) for a, i in enumerate(at_loop)], self.idx_dtype)
+    used = set(simplify(valid).toposort())
+    return [a for a, v in probe.items() if v in used]
 
   # ---- tensor cores ----
   def _tc_place(self, place: Place) -> UOp:
