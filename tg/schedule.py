@@ -4,7 +4,8 @@ Every node that must exist in memory (requested outputs, reductions, CONTIGUOUS,
 that would otherwise be recomputed many times under a broadcast) becomes a kernel root. A kernel is built by pushing
 the root's view down through elementwise ops to the loads of other roots and buffers, so a chain of elementwise ops
 is one kernel and elementwise work before a reduction runs inside it. A reduction whose only consumer kernel reads it
-through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too.
+through a plain reshape is then fused into that kernel, so elementwise work after a reduction runs in it too. An
+elementwise node that a permuted CONTIGUOUS copy stores and other nodes read is stored once, laid out as the copy.
 Before any of this, factors that don't vary along a sum's axes move out of it (so equal sums meet as one node), and big
 reductions are split in two kernels.
 
