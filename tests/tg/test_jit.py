@@ -148,6 +148,14 @@ def test_graph_batching_follows_jit_and_batch_size(jit, batch, expected):
     sizes = [len(s.items) for s in f.captured.steps if isinstance(s, GraphBatch)]
     assert sizes == expected
 
+@pytest.mark.skipif(Device[Device.DEFAULT].graph is None, reason=f"{Device.DEFAULT} has no graph executor")
+def test_a_one_kernel_step_replays_as_a_graph():
+  """A graph replay skips building a command queue, which is most of a small kernel's launch."""
+  from tg.jit import GraphBatch
+  f = TinyJit(lambda x: (x * 2 + 1).realize())
+  for i in range(4): np.testing.assert_allclose(f(Tensor(np.full(8, float(i), np.float32))).numpy(), np.full(8, 2.0 * i + 1))
+  assert [type(s) for s in f.captured.steps] == [GraphBatch]
+
 def test_float_constants_passed_as_arguments_replay_with_their_values():
   base = np.arange(8, dtype=np.float32)
   for c in (0.3, 0.7): (Tensor(base) * c - 2.5).numpy()  # the second call makes the kernel take its constants as arguments
