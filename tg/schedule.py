@@ -185,7 +185,6 @@ class Scheduler:
       for s in u.src: self.consumers[s].append(u)
       self.devices[u] = self._device(u)
     self.roots: set[UOp] = set()
-    self.buffers: dict[UOp, Buffer] = {}
     self.items: list[ScheduleItem] = []
     self.becomes: dict[UOp, UOp] = {}
     self.assign_version: dict[UOp, int] = {}
@@ -297,8 +296,7 @@ class Scheduler:
 
   def _schedule_root(self, u: UOp) -> None:
     if sprod(u.shape) == 0 and u.op is not Ops.ASSIGN:
-      self.buffers[u] = Buffer(self.devices[u], 0, u.dtype)
-      self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (self.buffers[u],)).reshape(u.shape)
+      self.becomes[u] = UOp(Ops.BUFFER, u.dtype, (), (Buffer(self.devices[u], 0, u.dtype),)).reshape(u.shape)
       return
     if u.op is Ops.COPY:
       if not all_int(u.shape): raise NotImplementedError(f"copying a tensor of symbolic shape {u.shape} to {u.arg} is not supported")
@@ -329,7 +327,7 @@ class Scheduler:
   def _new_buffer(self, u: UOp) -> Buffer:
     """A buffer for `u`; for a symbolic shape one as big as the Variables' largest values, read through the front."""
     size = sprod(u.shape)
-    buf = self.buffers[u] = Buffer(self.devices[u], smax(size), u.dtype, options=self._image_of(u))
+    buf = Buffer(self.devices[u], smax(size), u.dtype, options=self._image_of(u))
     whole = UOp(Ops.BUFFER, u.dtype, (), (buf,))
     self.becomes[u] = (whole if isinstance(size, int) else whole.shrink(((0, size),))).reshape(u.shape)
     return buf
