@@ -73,17 +73,17 @@ def _step_ops(k: Kernel) -> int:
       if (read is not None and any(_stride(views[read], a) != 0 for a in reduces)) or any(s in moving for s in u.src): moving.add(u)
   return sum(1 for u in moving if u.op in ELEMENTWISE)
 
-def _lane_cost(k: Kernel, axis: int, width: int, ops: int) -> float:
+def _lane_cost(k: Kernel, axis: int, width: int, ops: int, loads: list) -> float:
   """Estimated instructions per lane and reduction step when `axis` is computed as vectors of `width` lanes: each of
-  the `ops` operations of a step (_step_ops, at least one) and each contiguous or broadcast load take one instruction
-  per vector, any other load one per lane. An output axis's stores count the same way, but happen once per output, so
-  they are spread over the reduction."""
+  the `ops` operations of a step (_step_ops, at least one) and each of the `loads` (_loads) that is contiguous or
+  broadcast take one instruction per vector, any other load one per lane. An output axis's stores count the same way,
+  but happen once per output, so they are spread over the reduction."""
   def per_lane(stride) -> float: return 1 / width if stride in (0, 1) else 1.0
   reduces = k.axes_of(AxisType.REDUCE)
   steps = max(prod(smax(k.full_shape[a]) for a in reduces), 1)
   def per_step(st) -> float:  # a load that doesn't move along the reduction (an epilogue's operand) happens once per output
     return 1 / steps if reduces and all(_stride(st, r) == 0 for r in reduces) else 1.0
-  cost = ops / width + sum(per_lane(_stride(st, axis)) * per_step(st) for st in _loads(k))
+  cost = ops / width + sum(per_lane(_stride(st, axis)) * per_step(st) for st in loads)
   if k.axis_types[axis] is AxisType.GLOBAL:
     stores = [_stride(st, axis) for v, st in zip(k.views, k.sts) if v in k.store_views]
     cost += sum(per_lane(s) for s in stores) / steps
@@ -215,14 +215,14 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
 
   # 1. the vector axis: the output or reduction axis, split into whole vectors, with the lowest cost per lane
   widths = [w for w in (16, 8, 4, 2) if w <= max(VECTOR_WIDTH, 4)]
-  ops = max(_step_ops(k), 1)
-  candidates = [(_lane_cost(k, a, width, ops), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
+  ops, loads = max(_step_ops(k), 1), _loads(k)
+  candidates = [(_lane_cost(k, a, width, ops, loads), width, a) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)
                 for width in widths if k.full_shape[a] % width == 0]
   # the cheapest (to a millionth), then the widest, then lanes along the reduction: each output's sum is then split
   # over the lanes, which keeps a long float32 sum exact for longer (2**32 ones summed to 2**32, not 2**29)
   best = min(candidates, key=lambda c: (round(c[0], 6), -c[1], k.axis_types[c[2]] is not AxisType.REDUCE), default=None)
   lanes = 1
-  if best is not None and best[0] < min(_lane_cost(k, a, 1, ops) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
+  if best is not None and best[0] < min(_lane_cost(k, a, 1, ops, loads) for a in k.axes_of(AxisType.GLOBAL, AxisType.REDUCE)):
     _, width, a = best
     op = OptOps.UPCAST if k.axis_types[a] is AxisType.GLOBAL else OptOps.UNROLL
     splits = k.full_shape[a] != width
