@@ -189,7 +189,7 @@ class Scheduler:
     self.becomes: dict[UOp, UOp] = {}
     self.assign_version: dict[UOp, int] = {}
     self.assigns_into: dict[Buffer, int] = {}
-    self.layouts: dict[UOp, tuple[UOp, tuple[int, ...]]] = {}  # stored node: (its permuted copy, the copy's axis order)
+    self.layouts: dict[UOp, tuple[UOp, tuple[int, ...]]] = {}  # stored node: (its permuted copy, the copy's axes in the node's order)
 
   def _device(self, u: UOp) -> str | None:
     if u.op is Ops.BUFFER: return u.arg[0].device
@@ -231,7 +231,7 @@ class Scheduler:
     if any(t.base is base for t in self.targets): return  # a requested output keeps its own row-major buffer
     self.roots.discard(copy)
     self.roots.add(base)
-    self.layouts[base] = (copy, order)
+    self.layouts[base] = (copy, tuple(argsort(order)))
 
   def _is_whole_buffer(self, u: UOp) -> bool:
     b = buffer_of(u)
@@ -311,10 +311,10 @@ class Scheduler:
       self._emit_kernel(u, out, ShapeTracker.from_shape(u.shape), self._value_of(u))
 
   def _schedule_in_copy_layout(self, u: UOp) -> None:
-    copy, order = self.layouts[u]
+    copy, back = self.layouts[u]
     out = self._new_buffer(copy)
-    self.becomes[u] = self.becomes[copy].permute(tuple(argsort(order)))
-    self._emit_kernel(u, out, ShapeTracker.from_shape(copy.shape).permute(tuple(argsort(order))), u)
+    self.becomes[u] = self.becomes[copy].permute(back)
+    self._emit_kernel(u, out, ShapeTracker.from_shape(copy.shape).permute(back), u)
 
   def _value_of(self, u: UOp) -> UOp:
     return u.src[0] if u.op is Ops.CONTIGUOUS else u
