@@ -184,31 +184,35 @@ class Lowerer:
     return by_lane
 
   def _lower_group(self, idxs: list[UOp]) -> UOp:
-    """Combine the workgroup's partial reductions through local memory: every thread stores its partial result,
-    and after a barrier the threads at group position 0 reduce them (and go on to store the output)."""
+    """Combine the workgroup's partial reductions through local memory as a tree: every thread stores its partial
+    result, then at each level (after a barrier) the lower threads of the group fold in the partials of the upper ones,
+    halving the count until one is left; the threads at group position 0 read it (and go on to store the output). A
+    group of G partials takes about log2(G) levels instead of one thread's loop over G."""
     k, b = self.k, self.b
-    shared = k.axes_of(AxisType.LOCAL, AxisType.GROUP)
-    sizes = [k.full_shape[a] for a in shared]
-    strides = [prod(sizes[i + 1:]) for i in range(len(sizes))]
-    def position(at: dict[int, UOp]) -> UOp:
-      out = UOp.const(self.idx_dtype, 0)
-      for a, st in zip(shared, strides): out = out + at.get(a, idxs[a]) * st
-      return simplify(out)
+    def linear(axes: list[int]) -> tuple[UOp, int]:
+      """The threads' index over `axes` (row-major) and their count."""
+      index, count = UOp.const(self.idx_dtype, 0), 1
+      for a in axes: index, count = index * k.full_shape[a] + idxs[a], count * k.full_shape[a]
+      return simplify(index), count
     (r,) = k.reduceops
-    partial = UOp(Ops.LOAD, r.dtype, (self.accs[(r, ())],))
-    mem = UOp(Ops.DEFINE_LOCAL, r.dtype.ptr(prod(sizes), local=True), (), "partials")
-    b.emit(mem)
-    b.append(UOp(Ops.STORE, dtypes.void, (mem, position({}), partial)))
-    b.append(UOp(Ops.BARRIER, dtypes.void, (mem,)))
-    groups = k.axes_of(AxisType.GROUP)
-    first = UOp.const(dtypes.bool, True)
-    for a in groups: first = first & idxs[a].eq(0)
-    branch = b.open_if(first)
+    (outputs, _), (member, size) = linear(k.axes_of(AxisType.LOCAL)), linear(k.axes_of(AxisType.GROUP))
+    base = simplify(outputs * size)  # each output's partials side by side
+    mem = b.emit(UOp(Ops.DEFINE_LOCAL, r.dtype.ptr(prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL)) * size, local=True), (), "partials"))
+    mine = simplify(base + member)
+    b.append(UOp(Ops.STORE, dtypes.void, (mem, mine, UOp(Ops.LOAD, r.dtype, (self.accs[(r, ())],)))))
+    left = size
+    while left > 1:
+      half = (left + 1) // 2  # the partials at [half, left) fold onto those at [0, left - half)
+      b.append(UOp(Ops.BARRIER, dtypes.void, (mem,)))
+      folds = member < left - half
+      level = b.open_if(folds)
+      other = simplify(folds.where(mine + half, mine))  # the address stays in bounds where the branch isn't taken
+      b.append(UOp(Ops.STORE, dtypes.void, (mem, mine, UOp(Ops.LOAD, r.dtype, (mem, mine)).alu(r.arg[0], UOp(Ops.LOAD, r.dtype, (mem, other))))))
+      b.close_if(level)
+      left = half
+    branch = b.open_if(member.eq(0))
     total = b.emit(UOp(Ops.DEFINE_ACC, r.dtype, (UOp.const(r.dtype, reduce_identity(r.arg[0], r.dtype)),), len(self.accs)))
-    loops = [b.open_range(UOp.const(self.idx_dtype, 0), UOp.const(self.idx_dtype, k.full_shape[a]), a) for a in groups]
-    value = UOp(Ops.LOAD, r.dtype, (total,)).alu(r.arg[0], UOp(Ops.LOAD, r.dtype, (mem, position(dict(zip(groups, loops))))))
-    b.append(UOp(Ops.STORE, dtypes.void, (total, value)))
-    for rng in reversed(loops): b.close_range(rng)
+    b.append(UOp(Ops.STORE, dtypes.void, (total, UOp(Ops.LOAD, r.dtype, (mem, base)))))
     self.accs[(r, ())] = total
     return branch
 

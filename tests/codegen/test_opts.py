@@ -42,6 +42,21 @@ def test_action_matches_unoptimized(device, opts):
   t = matmul(device)
   np.testing.assert_allclose(run_with(device, t, opts), run_with(device, t, []), rtol=1e-6, atol=1e-6)
 
+@pytest.mark.parametrize("size,opts", [(13, [Opt(OptOps.GROUP, 1, 0)]), (64, [Opt(OptOps.GROUP, 1, 16)]),
+                                       (48, [Opt(OptOps.LOCAL, 0, 3), Opt(OptOps.GROUP, 2, 0)])], ids=str)
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_a_grouped_reduction_combines_its_partials_as_a_tree(size, opts, op):
+  """A workgroup sharing a reduction folds its G partials in ceil(log2 G) levels, each after a barrier, with no loop
+  (one thread summing them one by one took G steps); odd counts fold too."""
+  x = np.random.default_rng(3).standard_normal((6, size)).astype(np.float32)
+  t = getattr(Tensor(x, device="PYTHON").realize(), op)(1)
+  (item,) = [i for i in t.schedule() if i.ast.op is Ops.SINK]
+  spec = get_program(item.ast, Device["PYTHON"].renderer, opts)
+  group = opts[-1].amt or size
+  assert sum(u.op is Ops.BARRIER for u in spec.uops) == int(np.ceil(np.log2(group)))
+  assert (Ops.RANGE in {u.op for u in spec.uops}) == (group != size)  # only the threads' own steps loop
+  np.testing.assert_allclose(run_with("PYTHON", t, opts), getattr(x, op)(1), rtol=1e-5)
+
 @pytest.mark.parametrize("device", ["CPU", "PYTHON"])
 def test_heuristics_match_unoptimized(device):
   rng = np.random.default_rng(1)
