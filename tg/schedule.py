@@ -213,7 +213,7 @@ class Scheduler:
       if u.op is Ops.ASSIGN and u.src[1].op is Ops.COPY and contiguous_region(u.src[0]) is not None: self.roots.discard(u.src[1])
     for u in self.order:
       if u.op in ELEMENTWISE and u not in self.roots and self._broadcast_consumed(u) and self._local_cost(u) >= EXPENSIVE_ALU_OPS: self.roots.add(u)
-      if u.op in ELEMENTWISE and u not in self.roots and self._big_reduction_operand(u) and self._local_cost(u) >= 1: self.roots.add(u)
+      if u.op in ELEMENTWISE and u not in self.roots and self._big_reduction_operand(u) and self._local_cost(u) >= 1 and self._reads_memory(u): self.roots.add(u)
       # padding read through overlapping windows (convolutions): store it once, so the windowed loads need no masks
       if u.op is Ops.PAD and self._broadcast_consumed(u): self.roots.add(u)
     for u in self.order:
@@ -267,6 +267,11 @@ class Scheduler:
       if c.op is Ops.REDUCE_AXIS and expanded: return True
       if c.op in MOVEMENT or (expanded and c.op in ELEMENTWISE): stack.extend((n, expanded or c.op is Ops.EXPAND) for n in self._value_consumers(c))
     return False
+
+  def _reads_memory(self, u: UOp) -> bool:
+    """Does computing `u` load anything? A function of indices alone (a triangular mask from two aranges) costs a
+    kernel no more to compute again than to load."""
+    return any(n.op is Ops.BUFFER or (n is not u and n in self.roots) for n in u.toposort())
 
   def _local_cost(self, u: UOp) -> int:
     """ALU ops a kernel recomputes to produce one element of `u` (transcendental ops count as expensive)."""
