@@ -123,9 +123,6 @@ class ReduceMixin:
     return self / norm.maximum(eps)
 
   # ---------------- cumulative ----------------
-  def _windows(self, n: int) -> Tensor:
-    """(..., n) -> (..., n, n): row i holds the n elements ending at position i (self already padded on the left)."""
-    return self._pool((n,), 1, 1)
   def _cumulative(self, axis: int, op: Ops) -> Tensor:
     a = self._axis(axis)
     if self._empty_axis(a): return self  # a scan of nothing is empty
@@ -135,9 +132,9 @@ class ReduceMixin:
   def _cum_last(self, op: Ops) -> Tensor:
     n = self.shape[-1]
     identity = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)}[op]
-    if n <= CUM_BLOCK:
-      padded = self.pad([None] * (self.ndim - 1) + [(n - 1, 0)], value=identity)
-      return padded._windows(n)._reduce(op, -1, False)
+    if n <= CUM_BLOCK:  # row i of an (n, n) mask keeps elements 0..i: its gradient is a plain masked sum too
+      rows, cols = (type(self).arange(n, device=self.device).reshape(shape) for shape in ((n, 1), (1, n)))
+      return (cols <= rows).where(self.unsqueeze(-2), identity)._reduce(op, -1, False)
     blocks = -(-n // CUM_BLOCK)
     x = self.pad([None] * (self.ndim - 1) + [(0, blocks * CUM_BLOCK - n)], value=identity).reshape(*self.shape[:-1], blocks, CUM_BLOCK)
     inner = x._cum_last(op)                                                       # within each block
