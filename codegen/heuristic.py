@@ -23,6 +23,7 @@ TRANSPOSE_BLOCK = 8     # rows a transposing copy reads side by side (a matmul's
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
 GROUP_THREADS = 256        # threads sharing one reduction
 FEW_OUTPUTS = 2048         # below this many outputs a GPU reduction is shared by a workgroup
+GPU_MIN_THREADS = 1024     # a register tile on a GPU leaves at least this many threads (one per tile)
 
 def view_itemsize(k: Kernel, view) -> int:
   """Element size of the buffer a load view reads."""
@@ -237,7 +238,10 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
                and (any(s == 0 for s in _load_strides(k, a)) or _window_reuse(k, a))]
   model = _tile_model(k, lanes if vec_is_output else 1)
   scored = [(model(tile), tile) for tile in _tiles(k, tile_axes, vector_registers)]
-  fitting = [(cost, tile) for (cost, registers), tile in scored if registers <= vector_registers] or [(0.0, {})]
+  outputs = prod(smax(k.full_shape[a]) for a in k.axes_of(AxisType.GLOBAL))
+  def parallel(tile: dict[int, int]) -> bool:  # a GPU keeps enough threads to fill its cores; a CPU splits rows
+    return not k.has_local or outputs // prod(tile.values()) >= min(outputs, GPU_MIN_THREADS)
+  fitting = [(cost, tile) for (cost, registers), tile in scored if registers <= vector_registers and parallel(tile)] or [(0.0, {})]
   cheapest = min(cost for cost, _ in fitting)
   # the smallest of the tiles that cost about the least: a larger one gains nothing measurable, and costs lowering time
   best = min((tile for cost, tile in fitting if cost <= cheapest * TILE_SLACK), key=lambda t: prod(t.values()))

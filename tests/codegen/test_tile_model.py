@@ -4,9 +4,10 @@ tile: accumulator lanes in flight, cache blocks of B panels, and the row blocks 
 import numpy as np
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import CACHE_BUDGET, LANES_IN_FLIGHT, LONG_CHAIN, PAGE_BYTES, TILE_SLACK, TRANSPOSE_BLOCK, _tile_model, hand_coded_optimizations
+from codegen.heuristic import CACHE_BUDGET, GPU_MIN_THREADS, LANES_IN_FLIGHT, LONG_CHAIN, PAGE_BYTES, TILE_SLACK, TRANSPOSE_BLOCK, _tile_model, hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
+from codegen.ptx import PTXRenderer
 
 AVX512 = LLVMRenderer("+avx512f")  # 16 float lanes, 32 vector registers
 
@@ -185,3 +186,14 @@ def test_a_reduction_with_lanes_along_its_outputs_sums_every_value():
   want = (np.maximum(x * p + 1, 0) * (x - p) + x * x).sum(axis=(0, 2, 3))
   got = pooled_terms(Tensor(x), Tensor(p).expand(16, 32, 20, 2)).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-5)
+
+def test_a_register_tile_on_a_gpu_leaves_a_thousand_threads():
+  """On a GPU each tile is a thread: a 64 x 64 matmul (1024 outputs besides its 4 vector lanes) keeps one output per
+  thread, where a CPU would take a register tile (8 of them gave 128 threads); a 256 x 256 one takes a tile and keeps
+  at least GPU_MIN_THREADS threads."""
+  for n, tiled in ((64, False), (256, True)):
+    item = [i for i in (Tensor.empty(n, n) @ Tensor.empty(n, n)).schedule() if i.ast.op is Ops.SINK][-1]
+    k = Kernel(item.ast, PTXRenderer())
+    hand_coded_optimizations(k, PTXRenderer.vector_width)
+    assert k.full_shape[k.vector_axis] == 4 and bool(set(k.axes_of(AxisType.UPCAST)) - {k.vector_axis}) == tiled, k.applied_opts
+    assert np.prod([k.full_shape[a] for a in k.axes_of(AxisType.GLOBAL, AxisType.LOCAL)]) >= GPU_MIN_THREADS, k.applied_opts
