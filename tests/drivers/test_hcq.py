@@ -14,6 +14,8 @@ from drivers.hcq import DeviceFault, HCQTimeoutError, PatchSlot, SoftwareEngine,
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOFTWARE = ["CPU", "PYTHON"]
 DEVICES = SOFTWARE + [d for d in [Device.DEFAULT] if d not in SOFTWARE]  # with DEV=MOCK+NV the NV driver runs them too
+# a test of the CPU device in a process of its own: the main run has it, a DEV=... run would only repeat it
+cpu_process = pytest.mark.skipif(Device.DEFAULT != "CPU", reason="runs the CPU device in a subprocess, as the DEV=CPU run does")
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_wait_on_another_queue_orders_execution(name):
@@ -252,6 +254,7 @@ def test_failed_graph_submit_gives_back_the_timeline_value(monkeypatch):
   assert time.perf_counter() - start < 60, "no timeline value is left waiting for a submit that never happened"
   assert step(x).tolist() == [4.0] * 8
 
+@cpu_process
 def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
   """The interpreter exits right after queueing a long single-threaded kernel: exit waits for the compute engine
   instead of unmapping the kernel's code (or freeing its buffers) under it."""
@@ -259,7 +262,7 @@ def test_exiting_while_a_kernel_runs_waits_for_it(tmp_path):
   script.write_text("from tg import Device, Tensor\nx = Tensor.ones(3072, 3072).contiguous().realize()\n"
                     "dev = Device['CPU']\ngate = dev.new_signal('gate')\ndev.compute_queue().wait(gate, 1).submit(dev)\n"
                     "y = (x @ x).realize()  # queued behind the gate; not waited for\ngate.value = 1\n")
-  env = {**os.environ, "NUM_CPU_THREADS": "1", "PYTHONPATH": ROOT}
+  env = {**os.environ, "NUM_CPU_THREADS": "1", "PYTHONPATH": ROOT, "DEV": "CPU"}
   for _ in range(2):
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -328,6 +331,7 @@ def test_timeout_names_the_stuck_queue_and_what_it_waits_for(name):
   never.value = 1
   dev.synchronize()
 
+@cpu_process
 def test_long_cpu_kernel_with_a_short_timeout_from_the_environment():
   """A reduction of 2**32 ones takes far longer than 10 ms: it completes, and the process exits when it is done."""
   code = "import time; from tg import Tensor\nx = Tensor.ones(2**32).sum()\nstart = time.perf_counter()\nprint(x.item(), time.perf_counter() - start)\n"
