@@ -9,17 +9,19 @@
   from tg's kernels, so the AMDGPU renderer is checked op by op; afterwards every instruction of every program they
   dispatched must be one the shader core executes; RDNA4 (gfx1201) and CDNA4 (gfx950) run the elementwise and JIT
   suites;
-- DEV=MOCKUSB+AMD: the AM driver behind the ASM24xx USB bridge (no amdgpu.ko: PSP firmware loads, page tables, HQD
-  and SDMA registers, every register and ring word a PCIe TLP through the bridge model, signals in its SRAM, copies
-  through its SCSI WRITE window) on the op suites, the JIT and HCQ tests (the MOCK+AMD run leaves gfx1100's op suites
-  other than the elementwise one to these runs: same kernels, same shader core); DEV=MOCKPCI+AMD, the same driver over
-  bare PCI with video memory mapped, on the same suites.
+- DEV=MOCKPCI+AMD: the AM driver over bare PCI with video memory mapped (no amdgpu.ko: PSP firmware loads, page
+  tables, HQD and SDMA registers) on the op suites, the JIT and HCQ tests (the MOCK+AMD run leaves gfx1100's op suites
+  other than the elementwise one to this run: same kernels, same shader core); DEV=MOCKUSB+AMD, the same driver behind
+  the ASM24xx USB bridge (every register and ring word a PCIe TLP through the bridge model, signals in its SRAM, copies
+  through its SCSI WRITE window), on the elementwise, JIT and HCQ tests: every launch and copy crosses the bridge alike,
+  and the other op suites would only run the PCI run's kernels again, at 6-7 bridge commands a dword.
 - DEV=MOCK+CUDA: the CUDA device (driver-API calls through cffi) against the libcuda model, on matmuls, convolutions
   and the JIT;
 - DEV=MOCK+QCOM and DEV=MOCK+QCOM::a740: the QCOM driver (kgsl, CP packets) against the kgsl/CP model, whose shader
   core executes the ir3 machine code tg renders and assembles, checking its sync flags and delay slots, so the ir3
-  renderer and assembler are checked op by op on a6xx and a7xx; both run IMAGE=1's textures and IBOs
-  (tests/tg/test_images.py);
+  renderer and assembler are checked op by op; a6xx runs every op suite, a7xx (the same machine code: the two encode
+  alike in the subset tg emits) the elementwise one; both run the JIT and IMAGE=1's textures and IBOs
+  (tests/tg/test_images.py), where a7xx's descriptors differ;
 - DEV=CL: the OpenCL C renderer on a real OpenCL runtime, Intel's CPU runtime (CL_RUNTIME=intel, the `cl` extra):
   the op, nn, optim and JIT suites and IMAGE=1's images (about 4500 distinct kernels, 5 minutes of CPU cold at about
   45 ms per new kernel); where only PoCL is installed, the JIT and images alone, since PoCL 3.1 takes about 250 ms
@@ -50,13 +52,14 @@ RUNS = {"PYTHON": OP_SUITES, "MOCK+NV": OP_SUITES + ["tests/tg/test_jit.py", "te
         # RDNA4 and CDNA4 pass the whole set too (1675 passed each, about 3 minutes apiece); CI keeps a sample of them,
         # and of gfx1101 (RDNA3's ISA for LLVM's gfx1101 target, on a smaller GPU's topology)
         "MOCK+AMD::gfx1101": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        "MOCKUSB+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the AM driver behind the USB bridge
-        "MOCKPCI+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the same over bare PCI
+        "MOCKPCI+AMD": OP_SUITES + ["tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the AM driver over bare PCI
+        "MOCKUSB+AMD": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/drivers/test_hcq.py"],  # the same behind the USB bridge
         "MOCK+AMD::gfx1201": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
         "MOCK+AMD::gfx950": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py"],
-        # QCOM: every op suite, the JIT and IMAGE=1 on the a6xx model and on the a7xx one (its registers, CP_EVENT_WRITE7)
+        # QCOM: every op suite on the a6xx model; the a7xx one (its registers, CP_EVENT_WRITE7, descriptors) runs the same
+        # machine code, so the elementwise suite there; the JIT and IMAGE=1 on both
         "MOCK+QCOM": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
-        "MOCK+QCOM::a740": OP_SUITES + ["tests/tg/test_jit.py", "tests/tg/test_images.py"],
+        "MOCK+QCOM::a740": ["tests/tg/test_ops_elementwise.py", "tests/tg/test_jit.py", "tests/tg/test_images.py"],
         "WEBGPU": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py"],
         "CL": OP_SUITES + ["tests/tg/test_nn.py", "tests/tg/test_optim.py", "tests/tg/test_jit.py", "tests/tg/test_images.py"]}
 CL_ON_POCL = ["tests/tg/test_jit.py", "tests/tg/test_images.py"]  # what the CL run keeps where only PoCL is installed
