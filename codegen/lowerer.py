@@ -195,9 +195,9 @@ class Lowerer:
       for a in axes: index, count = index * k.full_shape[a] + idxs[a], count * k.full_shape[a]
       return simplify(index), count
     (r,) = k.reduceops
-    (outputs, _), (member, size) = linear(k.axes_of(AxisType.LOCAL)), linear(k.axes_of(AxisType.GROUP))
-    base = simplify(outputs * size)  # each output's partials side by side
-    mem = b.emit(UOp(Ops.DEFINE_LOCAL, r.dtype.ptr(prod(k.full_shape[a] for a in k.axes_of(AxisType.LOCAL)) * size, local=True), (), "partials"))
+    (output, outputs), (member, size) = linear(k.axes_of(AxisType.LOCAL)), linear(k.axes_of(AxisType.GROUP))
+    base = simplify(output * size)  # each output's partials side by side
+    mem = b.emit(UOp(Ops.DEFINE_LOCAL, r.dtype.ptr(outputs * size, local=True), (), "partials"))
     mine = simplify(base + member)
     b.append(UOp(Ops.STORE, dtypes.void, (mem, mine, UOp(Ops.LOAD, r.dtype, (self.accs[(r, ())],)))))
     left = size
