@@ -91,6 +91,7 @@ def cases():
   m = x.reshape(4096, 4096)
   tm = Tensor(m).realize()
   yield ("row sum 64 MiB", n * 4, "GB/s", lambda: tm.sum(1), lambda: m.sum(1), lambda torch: torch.from_numpy(m).sum(1))
+  yield ("row cumsum 64 MiB", 2 * n * 4, "GB/s", lambda: tm.cumsum(1), lambda: m.cumsum(1), lambda torch: torch.from_numpy(m).cumsum(1))
   img, w = rng.random((256, 1, 28, 28), dtype=np.float32), rng.random((32, 1, 5, 5), dtype=np.float32)
   timg, tw = Tensor(img).realize(), Tensor(w).realize()
   windows = np.lib.stride_tricks.sliding_window_view(img, (5, 5), axis=(2, 3))
