@@ -271,7 +271,8 @@ class Scheduler:
   def _reads_memory(self, u: UOp) -> bool:
     """Does computing `u` load anything? A function of indices alone (a triangular mask from two aranges) costs a
     kernel no more to compute again than to load."""
-    return any(n.op is Ops.BUFFER or (n is not u and n in self.roots) for n in u.toposort())
+    loaded = lambda n: n.op is Ops.BUFFER or (n is not u and n in self.roots)
+    return any(loaded(n) for n in u.toposort(stop=loaded))  # up to the stored nodes it reads, not past them
 
   def _local_cost(self, u: UOp) -> int:
     """ALU ops a kernel recomputes to produce one element of `u` (transcendental ops count as expensive)."""
