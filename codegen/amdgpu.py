@@ -3,12 +3,12 @@ pointers, then int32 Variables, through the kernarg segment only. Launch indices
 intrinsics, local memory is an addrspace(3) array, accumulators live in private memory (addrspace(5)). The
 arithmetic, casts and bfloat16 handling are the CPU LLVM renderer's (codegen/llvmir.py)."""
 from __future__ import annotations
-import fractions, math, re, struct
+import fractions, math, re
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
 from ir.ops import Ops
 from ir.uop import UOp
-from codegen.llvmir import _Function, _as_float, _suffix, const_text, imm, ltype, with_scalar
+from codegen.llvmir import _Function, _as_float, _suffix, const_text, f32_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
 from codegen.sine import COS_POLY, HALF_PI, SIN_POLY
 from codegen.tensor_core import mfma_16x16x16, wmma_16x16x16
@@ -32,10 +32,6 @@ def _pi_over_2_parts() -> tuple[float, float, float]:
     rest -= part
   return tuple(parts)
 PI_OVER_2_PARTS = _pi_over_2_parts()
-
-def _f32(x: float) -> str:
-  """x rounded to float32, as an LLVM float constant."""
-  return const_text(struct.unpack("<f", struct.pack("<f", x))[0], dtypes.float32)
 
 def parse_arch(arch: str) -> tuple[int, int, int]:
   """gfx<major><minor hex><stepping hex> -> (major, minor, stepping); ValueError for anything else or pre-gfx9."""
@@ -134,27 +130,22 @@ class _Kernel(_Function):
     dt = _as_float(u.src[0].dtype)
     if u.op is Ops.SIN and dt.scalar == dtypes.float64: return self.sin_f64(self.ref(u.src[0]), ltype(dt))
     if u.op is Ops.SIN: return self.in_float32(self.ref(u.src[0]), dt, self.sin)
-    if u.op is Ops.EXP2 and dt.scalar == dtypes.float64: return self.exp2_f64(self.ref(u.src[0]), ltype(dt))
-    if u.op is Ops.LOG2 and dt.scalar == dtypes.float64: return self.log2_f64(self.ref(u.src[0]), ltype(dt))
     return super().alu(u)
 
-  # ---- double precision exp2 and log2: AMDGPU has them in single precision only, LLVM has no library to call ----
-  def _select(self, cond: str, t: str, a: str, b: str) -> str: return self.op(f"select {with_scalar(t, 'i1')} {cond}, {t} {a}, {t} {b}")
-  def _horner(self, z: str, t: str, coefficients: list[float]) -> str:
-    """c0 + z * (c1 + z * (c2 + ...)), by fused multiply-adds from the highest term."""
-    acc = imm(t, const_text(coefficients[-1], dtypes.float64))
-    for c in reversed(coefficients[:-1]): acc = self.intrinsic("fma", t, [acc, z, imm(t, const_text(c, dtypes.float64))])
-    return acc
+  # ---- exp2 and log2: the hardware's in half and single precision; double precision has no instruction and LLVM no library to call ----
+  FUSED = "fma"
+  def exp2(self, x: str, dt: DType) -> str: return self.exp2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("exp2", ltype(dt), [x])
+  def log2(self, x: str, dt: DType) -> str: return self.log2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("log2", ltype(dt), [x])
 
   def exp2_f64(self, x: str, t: str) -> str:
     """2**x = 2**n * 2**f with n = rint(x) and |f| <= 1/2 (f exact): 2**f by its Taylor series (terms (f ln2)^k / k!
     below 2**-56 after k = 14), scaled by ldexp. x is clamped to +-1100 first, beyond which the result is inf or 0."""
     ti = with_scalar(t, "i32")
-    big = self._select(self.op(f"fcmp ogt {t} {x}, {imm(t, '1100.0')}"), t, imm(t, "1100.0"), x)  # NaN stays NaN
-    xc = self._select(self.op(f"fcmp olt {t} {big}, {imm(t, '-1100.0')}"), t, imm(t, "-1100.0"), big)
+    big = self.select(self.op(f"fcmp ogt {t} {x}, {imm(t, '1100.0')}"), t, imm(t, "1100.0"), x)  # NaN stays NaN
+    xc = self.select(self.op(f"fcmp olt {t} {big}, {imm(t, '-1100.0')}"), t, imm(t, "-1100.0"), big)
     n = self.intrinsic("rint", t, [xc])
     f = self.op(f"fsub {t} {xc}, {n}")
-    poly = self._horner(f, t, [math.log(2) ** k / math.factorial(k) for k in range(15)])
+    poly = self.horner(f, t, [math.log(2) ** k / math.factorial(k) for k in range(15)])
     return self.ldexp(poly, self.intrinsic("fptosi.sat", t, [n], ret_type=ti), t, ti)
 
   def log2_f64(self, x: str, t: str) -> str:
@@ -166,18 +157,16 @@ class _Kernel(_Function):
     parts = self.op(f"call {{ {t}, {ti} }} @{fname}({t} {x})")
     m, e = self.op(f"extractvalue {{ {t}, {ti} }} {parts}, 0"), self.op(f"extractvalue {{ {t}, {ti} }} {parts}, 1")
     low = self.op(f"fcmp olt {t} {m}, {imm(t, const_text(math.sqrt(0.5), dtypes.float64))}")
-    m = self._select(low, t, self.op(f"fmul {t} {m}, {imm(t, '2.0')}"), m)
+    m = self.select(low, t, self.op(f"fmul {t} {m}, {imm(t, '2.0')}"), m)
     borrow = self.op(f"zext {with_scalar(t, 'i1')} {low} to {ti}")
     e = self.op(f"sub {ti} {e}, {borrow}")
     one = imm(t, "1.0")
     s = self.op(f"fdiv {t} {self.op(f'fsub {t} {m}, {one}')}, {self.op(f'fadd {t} {m}, {one}')}")
-    series = self._horner(self.op(f"fmul {t} {s}, {s}"), t, [1 / (2 * k + 1) for k in range(12)])
+    series = self.horner(self.op(f"fmul {t} {s}, {s}"), t, [1 / (2 * k + 1) for k in range(12)])
     twice_s = self.op(f"fmul {t} {s}, {imm(t, '2.0')}")
     ln_m = self.op(f"fmul {t} {twice_s}, {series}")
     out = self.intrinsic("fma", t, [ln_m, imm(t, const_text(1 / math.log(2), dtypes.float64)), self.op(f"sitofp {ti} {e} to {t}")])
-    out = self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0x7FF0000000000000')}"), t, x, out)
-    out = self._select(self.op(f"fcmp olt {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0x7FF8000000000000"), out)
-    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0xFFF0000000000000"), out)
+    return self.log2_special_cases(x, t, out)
 
   def sin_f64(self, x: str, t: str) -> str:
     """x = k pi/2 + r, |r| <= pi/4, with pi/2 in three 33-bit parts (k * part exact for |k| < 2**20, so r keeps its
@@ -187,40 +176,33 @@ class _Kernel(_Function):
     neg_k, r = self.op(f"fneg {t} {k}"), x
     for part in PI_OVER_2_PARTS: r = self.intrinsic("fma", t, [neg_k, imm(t, const_text(part, dtypes.float64)), r])
     z = self.op(f"fmul {t} {r}, {r}")
-    sin_r = self.op(f"fmul {t} {r}, {self._horner(z, t, [(-1) ** j / math.factorial(2 * j + 1) for j in range(10)])}")
-    cos_r = self._horner(z, t, [(-1) ** j / math.factorial(2 * j) for j in range(11)])
+    sin_r = self.op(f"fmul {t} {r}, {self.horner(z, t, [(-1) ** j / math.factorial(2 * j + 1) for j in range(10)])}")
+    cos_r = self.horner(z, t, [(-1) ** j / math.factorial(2 * j) for j in range(11)])
     return self._by_quadrant(x, k, sin_r, cos_r, t, ti)
 
   def _by_quadrant(self, x: str, k: str, sin_r: str, cos_r: str, t: str, ti: str) -> str:
     """sin x from sin r and cos r, x = k pi/2 + r: cos r for odd k, negated for k mod 4 in {2, 3}; sin(-0.) is -0."""
     q = self.op(f"and {ti} {self.intrinsic('fptosi.sat', t, [k], ret_type=ti)}, {imm(ti, '3')}")
     odd = self.op(f"trunc {ti} {q} to {with_scalar(t, 'i1')}")
-    out = self._select(odd, t, cos_r, sin_r)
+    out = self.select(odd, t, cos_r, sin_r)
     upper = self.op(f"icmp uge {ti} {q}, {imm(ti, '2')}")
-    out = self._select(upper, t, self.op(f"fneg {t} {out}"), out)
-    return self._select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)
+    out = self.select(upper, t, self.op(f"fneg {t} {out}"), out)
+    return self.select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)
 
   def ldexp(self, x: str, n: str, t: str, ti: str) -> str:
     fname = f"llvm.ldexp.{_suffix(t)}.{_suffix(ti)}"
     self.decls.add(f"declare {t} @{fname}({t}, {ti})")
     return self.op(f"call {t} @{fname}({t} {x}, {ti} {n})")
 
-  def in_float32(self, x: str, dt: DType, fn) -> str:
-    """fn(x, float type) computed in float32 for a half, float or double x, and converted back."""
-    t, tf = ltype(dt), with_scalar(ltype(dt), "float")
-    if dt.scalar == dtypes.float32: return fn(x, tf)
-    out = fn(self.op(f"{'fpext' if dt.scalar.itemsize < 4 else 'fptrunc'} {t} {x} to {tf}"), tf)
-    return self.op(f"{'fptrunc' if dt.scalar.itemsize < 4 else 'fpext'} {tf} {out} to {t}")
-
   def sin(self, xf: str, tf: str) -> str:
     """sin within about an ulp (codegen/sine.py): LLVM lowers llvm.sin to v_sin, whose error is absolute, so tiny
     arguments came back all error. x = n pi/2 + r, then +-sin r or +-cos r by n mod 4; -0 keeps its sign."""
     ti = with_scalar(tf, "i32")
-    n = self.intrinsic("rint", tf, [self.op(f"fmul {tf} {xf}, {imm(tf, _f32(2 / math.pi))}")])
+    n = self.intrinsic("rint", tf, [self.op(f"fmul {tf} {xf}, {imm(tf, f32_text(2 / math.pi))}")])
     neg_n, r = self.op(f"fneg {tf} {n}"), xf
-    for part in HALF_PI: r = self.intrinsic("fma", tf, [neg_n, imm(tf, _f32(part)), r])
+    for part in HALF_PI: r = self.intrinsic("fma", tf, [neg_n, imm(tf, f32_text(part)), r])
     z = self.op(f"fmul {tf} {r}, {r}")
-    sin_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {r}, {z}"), self._horner(z, tf, list(SIN_POLY)), r])
-    one_minus_half_z = self.intrinsic("fma", tf, [z, imm(tf, _f32(-0.5)), imm(tf, _f32(1.0))])
-    cos_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {z}, {z}"), self._horner(z, tf, list(COS_POLY)), one_minus_half_z])
+    sin_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {r}, {z}"), self.horner(z, tf, list(SIN_POLY)), r])
+    one_minus_half_z = self.intrinsic("fma", tf, [z, imm(tf, f32_text(-0.5)), imm(tf, f32_text(1.0))])
+    cos_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {z}, {z}"), self.horner(z, tf, list(COS_POLY)), one_minus_half_z])
     return self._by_quadrant(xf, n, sin_r, cos_r, tf, ti)

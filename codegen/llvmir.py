@@ -5,7 +5,9 @@ import math, struct
 from ir.dtype import DType, PtrDType, dtypes, fits
 from ir.ops import Ops
 from ir.uop import UOp
+from codegen.exp2_log2 import EXP2_MAX, EXP2_MIN, EXP2_POLY, LOG2_E, LOG2_POLY, ROUNDING_SHIFTER, ROUNDING_SHIFTER_BITS
 from codegen.renderer import Renderer
+from codegen.sine import round_f32
 
 SCALAR_TYPES = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
                 dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "half", dtypes.float32: "float",
@@ -47,6 +49,9 @@ def const_text(value, dt: DType) -> str:
   if dt in FP8: raise TypeError(f"the LLVM renderer has no {dt} constants; cast through float32")
   if math.isnan(value): return "0x7FF8000000000000"
   return f"0x{struct.unpack('Q', struct.pack('d', value))[0]:016X}"
+def f32_text(x: float) -> str:
+  """x rounded to float32, as an LLVM float constant."""
+  return const_text(round_f32(x), dtypes.float32)
 
 class LLVMRenderer(Renderer):
   device = "CPU"
@@ -282,7 +287,9 @@ class _Function:
     if src_dt.scalar in FP8: raise TypeError(f"the LLVM renderer has no {src_dt} arithmetic; compute in float32")
     t, a = ltype(src_dt), [self.ref(s) for s in u.src]
     is_float, unsigned = dtypes.is_float(src_dt), dtypes.is_unsigned(src_dt) or src_dt.scalar == dtypes.bool
-    if op in (Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN): return self.intrinsic(op.name.lower(), t, a)
+    if op is Ops.EXP2: return self.exp2(a[0], src_dt)
+    if op is Ops.LOG2: return self.log2(a[0], src_dt)
+    if op in (Ops.SQRT, Ops.SIN): return self.intrinsic(op.name.lower(), t, a)
     if op is Ops.TRUNC: return self.intrinsic("trunc", t, a) if is_float else a[0]
     if op is Ops.MULACC and is_float: return self.intrinsic("fmuladd", t, a)
     if op is Ops.MAX:
@@ -325,6 +332,70 @@ class _Function:
     is_min = self.op(f"icmp eq {t} {a[0]}, {imm(t, const_text(dtypes.min(u.src[0].dtype.scalar), u.src[0].dtype.scalar))}")
     both = self.op(f"and {bt} {minus1}, {is_min}")
     return self.op(f"select {bt} {both}, {t} {imm(t, '1')}, {t} {safe}")
+
+  # ---- exp2 and log2 (codegen/exp2_log2.py): libm's, called lane by lane, are what LLVM makes of its intrinsics on CPUs ----
+  FUSED = "fmuladd"  # fused where the target has the instruction: a CPU without FMA gets a multiply and an add, not libm's fmaf
+  def select(self, cond: str, t: str, a: str, b: str) -> str: return self.op(f"select {with_scalar(t, 'i1')} {cond}, {t} {a}, {t} {b}")
+  def horner(self, z: str, t: str, coefficients) -> str:
+    """c0 + z * (c1 + z * (c2 + ...)), by multiply-adds from the highest term (coefficients exact in t)."""
+    acc = imm(t, const_text(coefficients[-1], dtypes.float64))
+    for c in reversed(coefficients[:-1]): acc = self.intrinsic(self.FUSED, t, [acc, z, imm(t, const_text(c, dtypes.float64))])
+    return acc
+  def in_float32(self, x: str, dt: DType, fn) -> str:
+    """fn(x, float type) computed in float32 for a half, float or double x, and converted back."""
+    t, tf = ltype(dt), with_scalar(ltype(dt), "float")
+    if dt.scalar == dtypes.float32: return fn(x, tf)
+    out = fn(self.op(f"{'fpext' if dt.scalar.itemsize < 4 else 'fptrunc'} {t} {x} to {tf}"), tf)
+    return self.op(f"{'fptrunc' if dt.scalar.itemsize < 4 else 'fpext'} {tf} {out} to {t}")
+
+  def exp2(self, x: str, dt: DType) -> str:
+    """float64 by LLVM's (libm's exp2); half, float and bfloat16 by exp2_f32."""
+    return self.intrinsic("exp2", ltype(dt), [x]) if dt.scalar == dtypes.float64 else self.in_float32(x, dt, self.exp2_f32)
+  def log2(self, x: str, dt: DType) -> str:
+    return self.intrinsic("log2", ltype(dt), [x]) if dt.scalar == dtypes.float64 else self.in_float32(x, dt, self.log2_f32)
+
+  def exp2_f32(self, x: str, t: str) -> str:
+    """2**n * 2**f, n = round(x): 2**f by its polynomial, 2**n as two powers of two built from their bits (each a normal
+    float for x clamped to [EXP2_MIN, EXP2_MAX], so that the second product rounds a denormal result once)."""
+    ti, lo, hi, shifter = with_scalar(t, "i32"), imm(t, f32_text(EXP2_MIN)), imm(t, f32_text(EXP2_MAX)), imm(t, f32_text(ROUNDING_SHIFTER))
+    xc = self.select(self.op(f"fcmp ugt {t} {x}, {hi}"), t, hi, x)  # NaN too: put back at the end
+    xc = self.select(self.op(f"fcmp olt {t} {xc}, {lo}"), t, lo, xc)
+    shifted = self.op(f"fadd {t} {xc}, {shifter}")
+    f = self.op(f"fsub {t} {xc}, {self.op(f'fsub {t} {shifted}, {shifter}')}")
+    out = self.intrinsic(self.FUSED, t, [f, self.horner(f, t, EXP2_POLY), imm(t, f32_text(1.0))])
+    n = self.op(f"sub {ti} {self.op(f'bitcast {t} {shifted} to {ti}')}, {imm(ti, str(ROUNDING_SHIFTER_BITS))}")
+    half = self.op(f"ashr {ti} {n}, {imm(ti, '1')}")
+    for k in (half, self.op(f"sub {ti} {n}, {half}")):
+      biased = self.op(f"add {ti} {k}, {imm(ti, '127')}")
+      scale = self.op(f"bitcast {ti} {self.op(f'shl {ti} {biased}, {imm(ti, str(23))}')} to {t}")
+      out = self.op(f"fmul {t} {out}, {scale}")
+    return self.select(self.op(f"fcmp uno {t} {x}, {x}"), t, x, out)
+
+  def log2_f32(self, x: str, t: str) -> str:
+    """e + log2 m, x = m * 2**e with m in [sqrt(1/2), sqrt(2)), read from x's bits (a denormal x scaled by 2**23 first):
+    log2 m = f log2(e) + f**2 T(f) with f = m - 1, log2(e) in two parts; zero, negatives, inf and NaN as C's log2."""
+    ti, tb = with_scalar(t, "i32"), with_scalar(t, "i1")
+    tiny = self.op(f"fcmp olt {t} {x}, {imm(t, f32_text(2.0 ** -126))}")
+    normal = self.select(tiny, t, self.op(f"fmul {t} {x}, {imm(t, f32_text(2.0 ** 23))}"), x)
+    bits = self.op(f"bitcast {t} {normal} to {ti}")
+    mantissa = self.op(f"or {ti} {self.op(f'and {ti} {bits}, {imm(ti, str(0x007FFFFF))}')}, {imm(ti, str(0x3F800000))}")
+    m = self.op(f"bitcast {ti} {mantissa} to {t}")  # in [1, 2)
+    big = self.op(f"fcmp ogt {t} {m}, {imm(t, f32_text(math.sqrt(2)))}")
+    m = self.select(big, t, self.op(f"fmul {t} {m}, {imm(t, f32_text(0.5))}"), m)
+    bias = self.select(tiny, ti, imm(ti, "150"), imm(ti, "127"))
+    e = self.op(f"sub {ti} {self.op(f'lshr {ti} {bits}, {imm(ti, str(23))}')}, {bias}")
+    e = self.op(f"add {ti} {e}, {self.op(f'zext {tb} {big} to {ti}')}")
+    f = self.op(f"fsub {t} {m}, {imm(t, f32_text(1.0))}")
+    tail = self.op(f"fmul {t} {self.op(f'fmul {t} {f}, {f}')}, {self.horner(f, t, LOG2_POLY)}")
+    low = self.intrinsic(self.FUSED, t, [f, imm(t, f32_text(LOG2_E[1])), tail])
+    log_m = self.intrinsic(self.FUSED, t, [f, imm(t, f32_text(LOG2_E[0])), low])
+    return self.log2_special_cases(x, t, self.op(f"fadd {t} {log_m}, {self.op(f'sitofp {ti} {e} to {t}')}"))
+
+  def log2_special_cases(self, x: str, t: str, out: str) -> str:
+    """`out` (log2 x for positive finite x), with C's log2 of inf, negatives, NaN and zeros."""
+    out = self.select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0x7FF0000000000000')}"), t, x, out)
+    out = self.select(self.op(f"fcmp ult {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0x7FF8000000000000"), out)
+    return self.select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, imm(t, "0xFFF0000000000000"), out)
 
 def _as_float(dt: DType) -> DType:
   """bfloat16 values are computed as float32."""
