@@ -92,6 +92,10 @@ def cases():
   tm = Tensor(m).realize()
   yield ("row sum 64 MiB", n * 4, "GB/s", lambda: tm.sum(1), lambda: m.sum(1), lambda torch: torch.from_numpy(m).sum(1))
   yield ("row cumsum 64 MiB", 2 * n * 4, "GB/s", lambda: tm.cumsum(1), lambda: m.cumsum(1), lambda torch: torch.from_numpy(m).cumsum(1))
+  def np_softmax(a):
+    e = np.exp(a - a.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+  yield ("row softmax 64 MiB", 2 * n * 4, "GB/s", lambda: tm.softmax(1), lambda: np_softmax(m), lambda torch: torch.from_numpy(m).softmax(1))
   img, w = rng.random((256, 1, 28, 28), dtype=np.float32), rng.random((32, 1, 5, 5), dtype=np.float32)
   timg, tw = Tensor(img).realize(), Tensor(w).realize()
   windows = np.lib.stride_tricks.sliding_window_view(img, (5, 5), axis=(2, 3))
