@@ -3,14 +3,14 @@ pointers, then int32 Variables, through the kernarg segment only. Launch indices
 intrinsics, local memory is an addrspace(3) array, accumulators live in private memory (addrspace(5)). The
 arithmetic, casts and bfloat16 handling are the CPU LLVM renderer's (codegen/llvmir.py)."""
 from __future__ import annotations
-import fractions, math, re
+import math, re
 from ir.dtype import DType, dtypes
 from ir.helpers import prod
 from ir.ops import Ops
 from ir.uop import UOp
-from codegen.llvmir import _Function, _as_float, _suffix, const_text, f32_text, imm, ltype, with_scalar
+from codegen.llvmir import _Function, _suffix, const_text, imm, ltype, with_scalar
 from codegen.renderer import Renderer
-from codegen.sine import COS_POLY, HALF_PI, SIN_POLY
+from codegen.sine import pi_over_2_parts
 from codegen.tensor_core import mfma_16x16x16, wmma_16x16x16
 
 GLOBAL, LOCAL, PRIVATE = 1, 3, 5  # AMDGPUUsage.rst "Address Spaces": global, local (LDS), private (scratch)
@@ -21,17 +21,7 @@ SPECIAL_INTRINSICS = {"g": "llvm.amdgcn.workgroup.id", "l": "llvm.amdgcn.workite
 NO_IMPLICIT_INPUTS = ("amdgpu-no-implicitarg-ptr", "amdgpu-no-dispatch-ptr", "amdgpu-no-queue-ptr", "amdgpu-no-dispatch-id",
                       "amdgpu-no-hostcall-ptr", "amdgpu-no-heap-ptr", "amdgpu-no-multigrid-sync-arg", "amdgpu-no-completion-action",
                       "amdgpu-no-default-queue", "amdgpu-no-lds-kernel-id")
-def _pi_over_2_parts() -> tuple[float, float, float]:
-  """pi/2 as three doubles of 33 significant bits each (from its first 58 decimal digits), highest first."""
-  rest = fractions.Fraction("1.570796326794896619231321691639751442098584699687552910487")
-  parts = []
-  for _ in range(3):
-    exp = math.frexp(float(rest))[1] - 33
-    part = fractions.Fraction(round(rest / fractions.Fraction(2) ** exp)) * fractions.Fraction(2) ** exp
-    parts.append(float(part))
-    rest -= part
-  return tuple(parts)
-PI_OVER_2_PARTS = _pi_over_2_parts()
+PI_OVER_2_PARTS = pi_over_2_parts(33)  # k * part is exact in double precision for |k| < 2**20
 
 def parse_arch(arch: str) -> tuple[int, int, int]:
   """gfx<major><minor hex><stepping hex> -> (major, minor, stepping); ValueError for anything else or pre-gfx9."""
@@ -126,14 +116,9 @@ class _Kernel(_Function):
     out = self.op(f"call i32 @{fname}()")
     return out if ltype(u.dtype) == "i32" else self.op(f"zext i32 {out} to {ltype(u.dtype)}")
 
-  def alu(self, u: UOp) -> str:
-    dt = _as_float(u.src[0].dtype)
-    if u.op is Ops.SIN and dt.scalar == dtypes.float64: return self.sin_f64(self.ref(u.src[0]), ltype(dt))
-    if u.op is Ops.SIN: return self.in_float32(self.ref(u.src[0]), dt, self.sin)
-    return super().alu(u)
-
-  # ---- exp2 and log2: the hardware's in half and single precision; double precision has no instruction and LLVM no library to call ----
+  # ---- exp2, log2 and sin: double precision has no instruction and LLVM no library to call; v_sin's error is absolute ----
   FUSED = "fma"
+  def sin(self, x: str, dt: DType) -> str: return self.sin_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.in_float32(x, dt, self.sin_f32)
   def exp2(self, x: str, dt: DType) -> str: return self.exp2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("exp2", ltype(dt), [x])
   def log2(self, x: str, dt: DType) -> str: return self.log2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("log2", ltype(dt), [x])
 
@@ -178,31 +163,10 @@ class _Kernel(_Function):
     z = self.op(f"fmul {t} {r}, {r}")
     sin_r = self.op(f"fmul {t} {r}, {self.horner(z, t, [(-1) ** j / math.factorial(2 * j + 1) for j in range(10)])}")
     cos_r = self.horner(z, t, [(-1) ** j / math.factorial(2 * j) for j in range(11)])
-    return self._by_quadrant(x, k, sin_r, cos_r, t, ti)
-
-  def _by_quadrant(self, x: str, k: str, sin_r: str, cos_r: str, t: str, ti: str) -> str:
-    """sin x from sin r and cos r, x = k pi/2 + r: cos r for odd k, negated for k mod 4 in {2, 3}; sin(-0.) is -0."""
-    q = self.op(f"and {ti} {self.intrinsic('fptosi.sat', t, [k], ret_type=ti)}, {imm(ti, '3')}")
-    odd = self.op(f"trunc {ti} {q} to {with_scalar(t, 'i1')}")
-    out = self.select(odd, t, cos_r, sin_r)
-    upper = self.op(f"icmp uge {ti} {q}, {imm(ti, '2')}")
-    out = self.select(upper, t, self.op(f"fneg {t} {out}"), out)
-    return self.select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)
+    return self.by_quadrant(x, k, sin_r, cos_r, t, ti)
 
   def ldexp(self, x: str, n: str, t: str, ti: str) -> str:
     fname = f"llvm.ldexp.{_suffix(t)}.{_suffix(ti)}"
     self.decls.add(f"declare {t} @{fname}({t}, {ti})")
     return self.op(f"call {t} @{fname}({t} {x}, {ti} {n})")
 
-  def sin(self, xf: str, tf: str) -> str:
-    """sin within about an ulp (codegen/sine.py): LLVM lowers llvm.sin to v_sin, whose error is absolute, so tiny
-    arguments came back all error. x = n pi/2 + r, then +-sin r or +-cos r by n mod 4; -0 keeps its sign."""
-    ti = with_scalar(tf, "i32")
-    n = self.intrinsic("rint", tf, [self.op(f"fmul {tf} {xf}, {imm(tf, f32_text(2 / math.pi))}")])
-    neg_n, r = self.op(f"fneg {tf} {n}"), xf
-    for part in HALF_PI: r = self.intrinsic("fma", tf, [neg_n, imm(tf, f32_text(part)), r])
-    z = self.op(f"fmul {tf} {r}, {r}")
-    sin_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {r}, {z}"), self.horner(z, tf, list(SIN_POLY)), r])
-    one_minus_half_z = self.intrinsic("fma", tf, [z, imm(tf, f32_text(-0.5)), imm(tf, f32_text(1.0))])
-    cos_r = self.intrinsic("fma", tf, [self.op(f"fmul {tf} {z}, {z}"), self.horner(z, tf, list(COS_POLY)), one_minus_half_z])
-    return self._by_quadrant(xf, n, sin_r, cos_r, tf, ti)

@@ -7,7 +7,7 @@ m in [sqrt(1/2), sqrt(2)), and with f = m - 1 (exact): log2(1 + f) = f log2(e) +
 that the leading term keeps its low bits. P and T were fitted on their intervals (relative error, Lawson's weighted
 least squares at 4000 Chebyshev nodes, toward the minimax polynomial) and rounded to float32: P within 1.1e-8 and T
 within 7.5e-9 of the functions they stand for. Evaluated in float32 with fused multiply-adds, exp2 comes within 0.85
-ulp and log2 within 1 ulp of the exact values (tests/codegen/test_exp2_log2.py)."""
+ulp and log2 within 1 ulp of the exact values (tests/codegen/test_cpu_transcendentals.py)."""
 import math
 from codegen.sine import round_f32
 

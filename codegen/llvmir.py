@@ -7,7 +7,7 @@ from ir.ops import Ops
 from ir.uop import UOp
 from codegen.exp2_log2 import EXP2_MAX, EXP2_MIN, EXP2_POLY, LOG2_E, LOG2_POLY, ROUNDING_SHIFTER, ROUNDING_SHIFTER_BITS
 from codegen.renderer import Renderer
-from codegen.sine import round_f32
+from codegen.sine import COS_POLY, HALF_PI, SIN_POLY, SIN_POLY_MAX, round_f32
 
 SCALAR_TYPES = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
                 dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "half", dtypes.float32: "float",
@@ -289,7 +289,8 @@ class _Function:
     is_float, unsigned = dtypes.is_float(src_dt), dtypes.is_unsigned(src_dt) or src_dt.scalar == dtypes.bool
     if op is Ops.EXP2: return self.exp2(a[0], src_dt)
     if op is Ops.LOG2: return self.log2(a[0], src_dt)
-    if op in (Ops.SQRT, Ops.SIN): return self.intrinsic(op.name.lower(), t, a)
+    if op is Ops.SIN: return self.sin(a[0], src_dt)
+    if op is Ops.SQRT: return self.intrinsic("sqrt", t, a)
     if op is Ops.TRUNC: return self.intrinsic("trunc", t, a) if is_float else a[0]
     if op is Ops.MULACC and is_float: return self.intrinsic("fmuladd", t, a)
     if op is Ops.MAX:
@@ -333,7 +334,7 @@ class _Function:
     both = self.op(f"and {bt} {minus1}, {is_min}")
     return self.op(f"select {bt} {both}, {t} {imm(t, '1')}, {t} {safe}")
 
-  # ---- exp2 and log2 (codegen/exp2_log2.py): libm's, called lane by lane, are what LLVM makes of its intrinsics on CPUs ----
+  # ---- exp2, log2 and sin from multiply-adds (codegen/exp2_log2.py, codegen/sine.py): LLVM makes its intrinsics libm calls lane by lane on CPUs ----
   FUSED = "fmuladd"  # fused where the target has the instruction: a CPU without FMA gets a multiply and an add, not libm's fmaf
   def select(self, cond: str, t: str, a: str, b: str) -> str: return self.op(f"select {with_scalar(t, 'i1')} {cond}, {t} {a}, {t} {b}")
   def horner(self, z: str, t: str, coefficients) -> str:
@@ -390,6 +391,49 @@ class _Function:
     low = self.intrinsic(self.FUSED, t, [f, imm(t, f32_text(LOG2_E[1])), tail])
     log_m = self.intrinsic(self.FUSED, t, [f, imm(t, f32_text(LOG2_E[0])), low])
     return self.log2_special_cases(x, t, self.op(f"fadd {t} {log_m}, {self.op(f'sitofp {ti} {e} to {t}')}"))
+
+  def sin(self, x: str, dt: DType) -> str:
+    """float64 by LLVM's (libm's sin); half, float and bfloat16 by sin_f32 where every lane's argument is within
+    SIN_POLY_MAX, else by libm lane by lane (which reduces huge arguments exactly)."""
+    return self.intrinsic("sin", ltype(dt), [x]) if dt.scalar == dtypes.float64 else self.in_float32(x, dt, self.sin_f32_or_libm)
+
+  def sin_f32_or_libm(self, x: str, t: str) -> str:
+    """sin_f32, and where some lane's |x| is over SIN_POLY_MAX (or NaN), a branch to libm's sinf for those lanes."""
+    n = self.fresh("sin")[4:]
+    self.emit(f"br label %sin_poly{n}")
+    self.lines.append(f"sin_poly{n}:")
+    poly = self.sin_f32(x, t)
+    far = self.op(f"fcmp ugt {t} {self.intrinsic('fabs', t, [x])}, {imm(t, f32_text(SIN_POLY_MAX))}")
+    tb = with_scalar(t, "i1")
+    any_far = self.intrinsic("vector.reduce.or", tb, [far], ret_type="i1") if tb != "i1" else far
+    self.emit(f"br i1 {any_far}, label %sin_libm{n}, label %sin_done{n}")
+    self.lines.append(f"sin_libm{n}:")
+    mixed = self.select(far, t, self.intrinsic("sin", t, [x]), poly)
+    self.emit(f"br label %sin_done{n}")
+    self.lines.append(f"sin_done{n}:")
+    return self.op(f"phi {t} [{poly}, %sin_poly{n}], [{mixed}, %sin_libm{n}]")
+
+  def sin_f32(self, xf: str, tf: str) -> str:
+    """sin within 2 ulp (codegen/sine.py) for |x| up to SIN_POLY_MAX: x = n pi/2 + r, then +-sin r or +-cos r by n mod 4;
+    -0 keeps its sign."""
+    ti = with_scalar(tf, "i32")
+    n = self.intrinsic("rint", tf, [self.op(f"fmul {tf} {xf}, {imm(tf, f32_text(2 / math.pi))}")])
+    neg_n, r = self.op(f"fneg {tf} {n}"), xf
+    for part in HALF_PI: r = self.intrinsic(self.FUSED, tf, [neg_n, imm(tf, f32_text(part)), r])
+    z = self.op(f"fmul {tf} {r}, {r}")
+    sin_r = self.intrinsic(self.FUSED, tf, [self.op(f"fmul {tf} {r}, {z}"), self.horner(z, tf, list(SIN_POLY)), r])
+    one_minus_half_z = self.intrinsic(self.FUSED, tf, [z, imm(tf, f32_text(-0.5)), imm(tf, f32_text(1.0))])
+    cos_r = self.intrinsic(self.FUSED, tf, [self.op(f"fmul {tf} {z}, {z}"), self.horner(z, tf, list(COS_POLY)), one_minus_half_z])
+    return self.by_quadrant(xf, n, sin_r, cos_r, tf, ti)
+
+  def by_quadrant(self, x: str, k: str, sin_r: str, cos_r: str, t: str, ti: str) -> str:
+    """sin x from sin r and cos r, x = k pi/2 + r: cos r for odd k, negated for k mod 4 in {2, 3}; sin(-0.) is -0."""
+    q = self.op(f"and {ti} {self.intrinsic('fptosi.sat', t, [k], ret_type=ti)}, {imm(ti, '3')}")
+    odd = self.op(f"trunc {ti} {q} to {with_scalar(t, 'i1')}")
+    out = self.select(odd, t, cos_r, sin_r)
+    upper = self.op(f"icmp uge {ti} {q}, {imm(ti, '2')}")
+    out = self.select(upper, t, self.op(f"fneg {t} {out}"), out)
+    return self.select(self.op(f"fcmp oeq {t} {x}, {imm(t, '0.0')}"), t, x, out)
 
   def log2_special_cases(self, x: str, t: str, out: str) -> str:
     """`out` (log2 x for positive finite x), with C's log2 of inf, negatives, NaN and zeros."""

@@ -273,7 +273,7 @@ def test_double_sin_with_its_argument_reduction():
 def test_float_sin_is_within_two_ulps_relative_to_its_value_without_a_hardware_sine():
   """The float32 sine is fused multiply-adds alone (no llvm.sin, which becomes v_sin, whose error is absolute): within
   2 ulp of float64 numpy over [-1e4, 1e4] and for tiny arguments; -0 keeps its sign; inf and NaN give NaN."""
-  f, _engine = double_function("sin", "float")
+  f, _engine = double_function("sin_f32", "float")
   rng = np.random.default_rng(7)
   xs = np.concatenate([rng.uniform(-1e4, 1e4, 2000), rng.uniform(-4, 4, 2000), 10.0 ** rng.uniform(-30, -1, 500)]).astype(np.float32)
   want = np.sin(xs.astype(np.float64)).astype(np.float32)
@@ -281,7 +281,7 @@ def test_float_sin_is_within_two_ulps_relative_to_its_value_without_a_hardware_s
   got = f(np.array([0.0, -0.0, np.inf, np.nan], np.float32))
   assert got[0] == 0 and np.signbit(got[1]) and np.isnan(got[2:]).all()
   k = _Kernel("f")
-  k.sin("%x", "float")
+  k.sin("%x", dtypes.float32)
   assert not any("llvm.sin" in d for d in k.decls)
 
 # ---- running the code objects on the RDNA3 shader-core model (drivers/mock/amd/shader), as the driver would load them ----

@@ -1,12 +1,15 @@
-"""The CPU's float32 exp2 and log2 (codegen/exp2_log2.py, rendered by codegen/llvmir.py): within 1 ulp of the exact
-value (float64 numpy, itself far more precise) over their whole range, denormals included, C's results for the special
-values, and vector code rather than a libm call per lane."""
+"""The CPU's float32 exp2, log2 and sin (codegen/exp2_log2.py, codegen/sine.py, rendered by codegen/llvmir.py): exp2
+and log2 within 1 ulp of the exact value (float64 numpy, itself far more precise) over their whole range, denormals
+included, sin within 2 ulp up to |x| = 2**20 and libm's beyond; C's results for the special values; vector code
+rather than a libm call per lane."""
+import re
 import numpy as np
 import pytest
 from tg import Device, Tensor, dtypes
 from ir.ops import Ops
 from codegen.llvmir import LLVMRenderer
 from codegen.program import get_program
+from codegen.sine import SIN_POLY_MAX
 
 pytestmark = pytest.mark.skipif(not isinstance(Device["CPU"].renderer, LLVMRenderer), reason="the LLVM renderer's CPU code")
 
@@ -57,10 +60,31 @@ def test_narrow_floats_go_through_float32(dtype):
 
 def test_float32_code_calls_no_library_function_and_float64_keeps_libm():
   """LLVM turns llvm.exp2/llvm.log2 on float vectors into a libm call per lane; double precision keeps them (libm's exp2
-  and log2 are correctly rounded there, and no float64 polynomial is written here)."""
+  and log2 are correctly rounded there, and no float64 polynomial is written here). sin keeps libm for far lanes only."""
   for dtype, want in ((dtypes.float32, False), (dtypes.float64, True)):
     x = Tensor.empty(4096, dtype=dtype, device="CPU")
     for op, name in ((x.exp2(), "exp2"), (x.log2(), "log2")):
       (item,) = [i for i in op.schedule() if i.ast.op is Ops.SINK]
       src = get_program(item.ast, Device["CPU"].renderer).src
       assert (f"@llvm.{name}." in src) is want, src
+  (item,) = [i for i in Tensor.empty(4096, device="CPU").sin().schedule() if i.ast.op is Ops.SINK]
+  src = get_program(item.ast, Device["CPU"].renderer).src
+  libm_block = re.search(r"\nsin_libm\d+:\n(.*?)\nsin_done\d+:", src, re.S)
+  assert libm_block and len(re.findall(r"call .*@llvm\.sin\.", src)) == 1 and "@llvm.sin." in libm_block.group(1), src
+
+def test_sin_is_within_two_ulps_up_to_its_bound_near_multiples_of_pi_too():
+  """Where sin x is near 0 the reduction x - n pi/2 must keep pi/2 to far more than 53 bits: with parts of math.pi/2
+  these came back 15 ulp off by |x| = 1e4."""
+  rng = np.random.default_rng(3)
+  near_roots = (np.arange(1, 300_000) * np.pi).astype(np.float32)  # the float32 nearest k pi: |sin| down to 1e-8
+  x = np.concatenate([rng.uniform(-SIN_POLY_MAX, SIN_POLY_MAX, 300_000), rng.uniform(-4, 4, 100_000), 10.0 ** rng.uniform(-30, -1, 10_000),
+                      near_roots[near_roots < SIN_POLY_MAX]]).astype(np.float32)
+  assert ulps(cpu(x, "sin"), np.sin(x.astype(np.float64))).max() <= 2
+
+def test_sin_beyond_the_bound_takes_libm_in_those_lanes_only():
+  rng = np.random.default_rng(4)
+  far = (10.0 ** rng.uniform(6.1, 38, 4096) * rng.choice([-1, 1], 4096)).astype(np.float32)
+  x = np.where(np.arange(4096) % 16 == 3, far, rng.uniform(-10, 10, 4096)).astype(np.float32)  # one far lane per vector
+  assert ulps(cpu(x, "sin"), np.sin(x.astype(np.float64))).max() <= 1.5
+  got = cpu(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40], np.float32), "sin")
+  assert got[0] == 0 and np.signbit(got[1]) and np.isnan(got[2:5]).all() and got[5] == np.float32(1e-40)
