@@ -31,6 +31,15 @@ def test_entries_are_bytes_and_never_unpickled(cachedb, tmp_path):
   assert diskcache.get("compile", "k") == evil and not marker.exists(), "cache content is returned as bytes, never run"
   with pytest.raises(TypeError, match="bytes"): diskcache.put("compile", "k2", ["not", "bytes"])
 
+def test_writes_are_seen_by_other_processes_without_a_sync_each(cachedb):
+  """WAL with synchronous=NORMAL: a write commits without an fsync (a cold first step writes a few hundred entries),
+  and another process reads it at once."""
+  diskcache.put("compile", "k", b"binary")
+  assert diskcache._db().execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+  code = "from codegen import diskcache; print(diskcache.get('compile', 'k'))"
+  done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+  assert done.stdout.strip() == "b'binary'", done.stderr
+
 def test_beam_results_are_a_checked_encoding():
   opts = [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 1, 0), Opt(OptOps.TC, 0, 0)]
   assert encode_opts(opts) == b'[["UPCAST", 0, 4], ["UNROLL", 1, 0], ["TC", 0, 0]]' and decode_opts(encode_opts(opts)) == opts
