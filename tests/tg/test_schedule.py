@@ -7,6 +7,7 @@ from codegen.kernel import Kernel
 from codegen.program import get_program
 from tg.schedule_cache import stats
 from tg.reduce import CUM_BLOCK
+from tg.processing import ROW_COPY_MAX_K
 from tg.schedule import MAX_KERNEL_NODES, STORED_OPERAND_SIZE
 
 def kernels(*ts: Tensor) -> int:
@@ -38,6 +39,23 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
     x, w = (Tensor(np.random.default_rng(k).standard_normal((n, n)).astype(np.float32), device="CPU").realize() for k in (0, 1))
     assert kernels(x @ w) == expected, n
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
+
+def test_a_cpu_matmul_copies_a_transposed_right_operand_with_a_short_reduce_axis():
+  """q @ k.T reads k along the reduce axis contiguously; on the CPU k is first copied with the output axis innermost
+  (a second kernel) while the reduce axis is at most ROW_COPY_MAX_K, so the product's vectors run along its outputs
+  instead of each output ending in a horizontal sum: the product kernel then reads its right operand with stride 1
+  along the output axis. A longer reduce axis, or a k already stored that way, is read in place."""
+  rng = np.random.default_rng(0)
+  for b, n, k, copies in ((4, 64, 64, True), (4, 64, ROW_COPY_MAX_K, True), (2, 32, 2 * ROW_COPY_MAX_K, False)):
+    q, key = (Tensor(rng.standard_normal((b, n, k)).astype(np.float32), device="CPU").realize() for _ in range(2))
+    out = q @ key.transpose(-1, -2)
+    items = [i for i in out.schedule() if i.ast.op.name == "SINK"]
+    assert len(items) == (2 if copies else 1), (n, k)
+    if copies:
+      loads = [u for u in items[-1].ast.toposort() if u.op.name == "LOAD" and u.src[0].arg == 2]
+      assert loads[0].src[1].arg.views[-1].strides[-2] == 1, loads[0].src[1].arg  # the kernel's (..., m, k): m innermost
+    np.testing.assert_allclose(out.numpy(), q.numpy() @ key.numpy().transpose(0, 2, 1), rtol=1e-4, atol=1e-3)
+  assert kernels(Tensor.empty(4, 64, 64, device="CPU") @ Tensor.empty(4, 64, 64, device="CPU")) == 1  # k @ v: read in place
 
 def test_softmax_is_at_most_three_kernels():
   x = rnd(4, 10)
