@@ -401,6 +401,10 @@ class Lowerer:
     elif first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes) \
         and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)):
       out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
+    elif first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes) \
+        and all(_offset(lanes[-1].src[1], l.src[1]) == n - 1 - i for i, l in enumerate(lanes)):  # a flipped view: one load, lanes reversed
+      whole = UOp(Ops.LOAD, first.dtype.vec(n), lanes[-1].src)
+      out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(UOp(Ops.GEP, first.dtype, (whole,), n - 1 - i) for i in range(n)))
     elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
       out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes]), n) for j in range(len(first.src))), first.arg)
     else: out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(lanes))

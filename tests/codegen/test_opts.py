@@ -452,3 +452,17 @@ def test_lanes_scattered_in_memory_are_stored_as_vectors_along_a_contiguous_tile
     spec = get_program(conv.ast, Device["CPU"].renderer, opts)
     assert {u.src[2].dtype.count for u in spec.uops if u.op is Ops.STORE and u.src[0].op is Ops.DEFINE_GLOBAL} == widths
     np.testing.assert_allclose(run_with("CPU", x.conv2d(w_lanes), opts), want, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_a_flipped_read_along_the_vector_is_one_load_with_its_lanes_reversed(device):
+  """x.flip(-1) * y vectorized along the flipped axis: the flipped operand is one vector load (from the lane that
+  reads lowest) whose lanes are put in reverse, not a load per lane; values as numpy's."""
+  rng = np.random.default_rng(0)
+  x, y = (Tensor(rng.random((4, 64), dtype=np.float32), device=device).realize() for _ in range(2))
+  out = x.flip(-1) * y
+  (item,) = [i for i in out.schedule() if i.ast.op is Ops.SINK]
+  opts = [Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.VECTORIZE, 2, 0)]
+  spec = get_program(item.ast, Device[device].renderer, opts)
+  loads = [u for u in spec.uops if u.op is Ops.LOAD]
+  assert [u.dtype.count for u in loads] == [8, 8], [u.dtype for u in loads]
+  np.testing.assert_array_equal(run_with(device, out, opts).reshape(4, 64), x.numpy()[:, ::-1] * y.numpy())
