@@ -390,19 +390,17 @@ class Lowerer:
 
   def vectorize(self, lanes: list[UOp]) -> UOp:
     """One value for all lanes: the scalar itself when every lane is the same, else a vector UOp built op by op,
-    with loads of consecutive addresses merged into one wide load."""
+    with loads of consecutive addresses merged into one wide load (and in reverse, one load with its lanes reversed)."""
     first = lanes[0]
     if all(l is first for l in lanes): return first
     key = tuple(lanes)
     if (hit := self.vec_memo.get(key)) is not None: return hit
     n = len(lanes)
+    loads = first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes)
     if all(l.op is Ops.GEP and l.src[0] is first.src[0] and l.arg == i for i, l in enumerate(lanes)) and first.src[0].dtype.count == n:
       out = first.src[0]
-    elif first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes) \
-        and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)):
-      out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
-    elif first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes) \
-        and all(_offset(lanes[-1].src[1], l.src[1]) == n - 1 - i for i, l in enumerate(lanes)):  # a flipped view: one load, lanes reversed
+    elif loads and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)): out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
+    elif loads and all(_offset(lanes[-1].src[1], l.src[1]) == n - 1 - i for i, l in enumerate(lanes)):  # a flipped view: one load, lanes reversed
       whole = UOp(Ops.LOAD, first.dtype.vec(n), lanes[-1].src)
       out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(UOp(Ops.GEP, first.dtype, (whole,), n - 1 - i) for i in range(n)))
     elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
