@@ -150,6 +150,9 @@ MAX_RUNNERS = 2048
 _runners: OrderedDict[tuple, CompiledRunner] = OrderedDict()
 # for each kernel with its float constants as arguments: the constants it was first compiled with
 _first_scalars: OrderedDict[tuple, dict[str, float]] = OrderedDict()
+# each kernel served by one taking its constants as arguments: that one's key and the constants (lifting them again
+# took a quarter of an eager op's time)
+_lifted: OrderedDict[tuple, tuple[tuple, dict[str, float]]] = OrderedDict()
 
 def _remember(cache: OrderedDict, key: tuple, value):
   cache[key] = value
@@ -164,13 +167,17 @@ def get_runner(device: str, ast: UOp) -> tuple[CompiledRunner, dict[str, float]]
   if (runner := _runners.get(key)) is not None:
     _runners.move_to_end(key)
     return runner, {}
+  if (lifted := _lifted.get(key)) is not None and (runner := _runners.get(lifted[0])) is not None:
+    _runners.move_to_end(lifted[0])
+    return runner, lifted[1]
   template, scalars = lift_scalars(ast)
   if scalars:
     general = (device, template, BEAM.value, NOOPT.value)
-    if (runner := _runners.get(general)) is not None:
+    if (runner := _runners.get(general)) is None and general in _first_scalars: runner = _remember(_runners, general, CompiledRunner(device, template))
+    if runner is not None:
       _runners.move_to_end(general)
+      _remember(_lifted, key, (general, scalars))
       return runner, scalars
-    if general in _first_scalars: return _remember(_runners, general, CompiledRunner(device, template)), scalars
     _remember(_first_scalars, general, scalars)
   return _remember(_runners, key, CompiledRunner(device, ast)), {}
 

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 from tg import Device, Tensor, dtypes
+from codegen.scalar_args import lift_scalars
 from tests.tg.opcheck import check_op, ieee_math, needs, skip_refused
 
 UNARY_SHAPES = [(), (5,), (2, 3), (2, 3, 2)]
@@ -809,6 +810,20 @@ def test_kernels_differing_in_a_float_constant_share_one_program():
     np.testing.assert_array_equal((t * c + 0.125).numpy(), base * np.float32(c) + np.float32(0.125))
   assert len(set(realize._runners) - before) == 2
   np.testing.assert_array_equal((t * 0.0 + 1.0).numpy(), np.ones(16, np.float32))  # folded constants stay in the code
+
+def test_a_kernel_seen_again_with_its_constants_as_arguments_skips_lifting_them(monkeypatch):
+  """An eager loop makes the same kernels with the same constants each time: the second time, the shared program and
+  the constants' values come from a table, without rewriting the kernel again; the values stay right."""
+  from tg import realize
+  base = np.arange(16, dtype=np.float32)
+  t = Tensor(base).realize()
+  for c in (0.61, 0.62): (t * c).realize()  # the second constant compiles the program taking it as an argument
+  lifts = []
+  monkeypatch.setattr(realize, "lift_scalars", lambda ast: lifts.append(ast) or lift_scalars(ast))
+  for _ in range(3): np.testing.assert_array_equal((t * 0.62).numpy(), base * np.float32(0.62))
+  assert lifts == []
+  np.testing.assert_array_equal((t * 0.63).numpy(), base * np.float32(0.63))  # a new constant is lifted once
+  assert len(lifts) == 1
 
 # ---------------- edges: pow, clamp, shifts, saturating activations (values numpy float64, gradients PyTorch's formulas) ----------------
 POW_BASE = np.array([-8., -2., 0., -0., 1., -1., -np.inf, np.inf, np.nan, 2., -1., -np.inf, -np.inf, -0., -2., -0.5, 1., 0., 3., -3., 0., 0., 2.])
