@@ -23,11 +23,11 @@ def _by_zero_is_zero(quotient: Tensor, divisor: Tensor) -> Tensor:
 
 @dataclass(frozen=True)
 class _TensorGrad:
-  """A GRAD_OVERRIDE rule written with Tensors: fn(g, out, *inputs) gives the gradients of the inputs."""
+  """A GRAD_OVERRIDE rule written with Tensors: fn(g, out, *inputs) gives the gradients of the inputs (None: none)."""
   fn: Callable
   def __call__(self, g: UOp, *src: UOp) -> tuple[UOp, ...]:
     from tg.tensor import Tensor
-    return tuple(t.uop for t in self.fn(*(Tensor(u) for u in (g, *src))))
+    return tuple(None if t is None else t.uop for t in self.fn(*(Tensor(u) for u in (g, *src))))
 
 def _with_grad(out: Tensor, fn: Callable, *inputs: Tensor) -> Tensor:
   """`out`, whose gradient with respect to `inputs` is fn(g, out, *inputs) rather than that of the graph computing it."""

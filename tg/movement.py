@@ -2,6 +2,7 @@
 split, roll, repeat, gather, scatter, masks), plus `[]` and `[]=`. Integer-tensor indexing selects through one-hot
 masks, so it stays lazy and fuses into the consumer kernel."""
 from __future__ import annotations
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from ir.dtype import dtypes
@@ -10,6 +11,8 @@ from ir.ops import Ops
 from ir.uop import UOp, all_int, smin, sprod, ssimplify
 
 if TYPE_CHECKING: from tg.tensor import Tensor
+
+SORTED_SCATTER_MIN = 1 << 24  # a gather's (positions x gathered elements) from which its gradient sums through sorted indices
 
 def _flat_shape(args) -> tuple:
   return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
@@ -247,8 +250,14 @@ class MovementMixin:
     n = self.shape[d]
     return x._take(d, (index < 0).where(index + n, index) if not dtypes.is_unsigned(index.dtype) else index)
   def _take(self, dim: int, index: Tensor) -> Tensor:
-    """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0."""
-    return self._new(UOp(Ops.TAKE, self.dtype, (self.uop, index.uop), dim), index)
+    """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0. Where the index
+    runs along `dim` only (x[idx], an embedding) and summing the gradient over every (index, position) pair would be
+    big, the gradient is summed through the sorted indices instead."""
+    out = self._new(UOp(Ops.TAKE, self.dtype, (self.uop, index.uop), dim), index)
+    if not dtypes.is_float(self.dtype) or not all_int(self.shape + index.shape) or self.shape[dim] * prod(index.shape) < SORTED_SCATTER_MIN: return out
+    if (line := _index_line(index, dim)) is None: return out
+    from tg.elementwise import _with_grad
+    return _with_grad(out, _SortedTakeGrad(dim), self, line)
   def take_along_dim(self, indices: Tensor, dim: int) -> Tensor: return self.gather(dim, indices)
   def _scatter_mask(self, dim: int, index: Tensor) -> tuple[int, Tensor]:
     d = self._axis(dim)
@@ -358,7 +367,7 @@ class MovementMixin:
 
   def _basic_index(self, idx: list) -> tuple[Tensor, list[tuple[int, Tensor]]]:
     """Apply ints, slices and None; return the view and the (dim in the view, index tensor) pairs left to apply."""
-    x, dim, squeeze, tensors, new_shape_dims = self, 0, [], [], []
+    x, dim, squeeze, tensors = self, 0, [], []
     for i in idx:
       if i is None:
         x = x.unsqueeze(dim); dim += 1
@@ -453,3 +462,46 @@ class MovementMixin:
     pick = (winner.unsqueeze(0) == order.unsqueeze(1)) & hits                # (m, numel)
     new = pick.where(value.unsqueeze(1), 0).sum(0, dtype=self.dtype)
     self.assign((winner > 0).where(new, self.flatten()).reshape(self.shape)).realize()
+
+def _index_line(index: Tensor, dim: int) -> Tensor | None:
+  """The 1-d index along `dim` when `index` is it broadcast over every other axis (as x[idx] makes it), else None."""
+  from tg.schedule import movement_view
+  _, st = movement_view(index.uop)
+  if len(st.views) != 1 or st.views[0].mask is not None or any(s != 0 for a, s in enumerate(st.views[0].strides) if a != dim): return None
+  return index.shrink([None if a == dim else (0, 1) for a in range(index.ndim)]).reshape(index.shape[dim])
+
+@dataclass(frozen=True)
+class _SortedTakeGrad:
+  """The gradient of x._take(dim, line broadcast) with respect to x, through _scatter_add_sorted (equal for equal dims,
+  so that graphs built again match the ones cached)."""
+  dim: int
+  def __call__(self, g: Tensor, _out: Tensor, x: Tensor, line: Tensor) -> tuple[Tensor, None]:
+    return _scatter_add_sorted(g, line, self.dim, x.shape[self.dim]), None
+
+def _scatter_add_sorted(g: Tensor, line: Tensor, dim: int, n: int) -> Tensor:
+  """sum over i of g[.., i, ..] where line[i] == j, for j in [0, n), as a tensor of g's shape with n at `dim`, in
+  O((k + n) log k) work for k indices instead of k * n: the indices sorted, g's slices in their order summed within
+  runs of one index (a log-step scan), and each j reading the total at the end of its run, found by binary search."""
+  k = line.shape[0]
+  keys, order = line.sort()
+  rows = g.transpose(0, dim) if dim else g  # (k, ...)
+  rest = rows.shape[1:]
+  column = lambda t: t.reshape(t.shape[0], *(1,) * len(rest))  # a 1-d tensor along the first axis of rows
+  total = rows[order].contiguous()
+  shift = 1
+  while shift < k:  # after this step each slice holds the sum of the 2*shift slices ending at it that share its index
+    same = column((keys[shift:] == keys[:-shift]).pad([(shift, 0)], value=False))
+    total = (total + same.where(total[:-shift].pad([(shift, 0)] + [None] * len(rest)), 0)).contiguous()
+    shift *= 2
+  wanted = type(g).arange(n, device=g.device, dtype=keys.dtype)
+  count = type(g).zeros(n, device=g.device, dtype=dtypes.int32)  # of keys <= j: the end of j's run
+  step = 1 << (k.bit_length() - 1)
+  while step:
+    probe = count + step
+    ok = (probe <= k) & (keys[(probe - 1).clip(0, k - 1)] <= wanted)
+    count = ok.where(probe, count).contiguous()
+    step //= 2
+  last = (count - 1).clip(0, k - 1)
+  hit = (count > 0) & (keys[last] == wanted)
+  out = column(hit).where(total[last], 0)
+  return out.transpose(0, dim) if dim else out

@@ -736,6 +736,31 @@ def test_getitem_gradient_mixed():
            inputs=[rng.uniform(-2, 2, (2, 3, 4)), np.array([2, 2, -1])])
   check_op(lambda a: a[..., (0, 3, 0)], lambda a: a[..., [0, 3, 0]], [(2, 4)])
 
+@pytest.mark.parametrize("n,k,dim", [(50, 37, 0), (7, 100, 0), (1000, 1, 0), (40, 64, 1), (5, 3, 1)], ids=str)
+def test_gather_gradient_through_sorted_indices(monkeypatch, n, k, dim):
+  """The gradient of x[idx] (an index along one axis only) summed through the sorted indices equals numpy's add.at,
+  with indices repeated, negative and in runs longer than the scan's steps; the one-hot form is forced off."""
+  import tg.movement
+  monkeypatch.setattr(tg.movement, "SORTED_SCATTER_MIN", 1)
+  rng = np.random.default_rng(n + k)
+  shape = (n, 3) if dim == 0 else (2, n, 3)
+  x = Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+  idx = np.concatenate([rng.integers(-n, n, k - k // 3), np.full(k // 3, 1)]).astype(np.int32)  # a long run of 1s too
+  picked = x[Tensor(idx)] if dim == 0 else x[:, Tensor(idx)]
+  g = rng.standard_normal(picked.shape).astype(np.float32)
+  (picked * Tensor(g)).sum().backward()
+  want = np.zeros(shape)
+  if dim == 0: np.add.at(want, idx % n, g)
+  else: np.add.at(want.transpose(1, 0, 2), idx % n, g.transpose(1, 0, 2))
+  np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-5)
+
+def test_a_big_gather_gradient_sums_no_one_hot_product():
+  """An embedding's gradient (50000 rows, 8192 picks of 256) by its one-hot form is a reduction of 10**11 terms; the
+  sorted form has none: a sort, a scan, a binary search and gathers."""
+  w = Tensor.empty(50000, 256, requires_grad=True)
+  (w[Tensor.empty(8192, dtype=dtypes.int32)] * Tensor.empty(8192, 256)).sum().backward()
+  assert not any(u.op.name == "REDUCE_AXIS" for item in w.grad.schedule() for u in item.ast.toposort())
+
 def test_getitem_errors_are_index_errors():
   t = Tensor(np.zeros((3, 4), np.float32))
   with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"): t[[0, 3]]
