@@ -62,6 +62,20 @@ def test_softmax_is_at_most_three_kernels():
   assert kernels(x.softmax(-1)) <= 3
   assert kernels(x.log_softmax(-1)) <= 3
 
+def test_sparse_crossentropy_reads_each_label_where_it_is():
+  """The label's log-probability is gathered from the logits (one element a row), so the loss makes two passes over
+  the classes (max, sum of exps) and never stores log-probabilities; with label smoothing a third pass takes their mean."""
+  x = rnd(64, 100)
+  y = Tensor(np.random.default_rng(1).integers(0, 100, 64).astype(np.int32))
+  for smoothing, passes in ((0.0, 2), (0.1, 3)):
+    loss = x.sparse_categorical_crossentropy(y, label_smoothing=smoothing)
+    items = [i for i in loss.schedule() if i.ast.op.name == "SINK"]
+    assert sum(i.bufs[0].size == 64 for i in items) == passes and max(i.bufs[0].size for i in items) == 64, smoothing
+    lp = x.numpy() - x.numpy().max(1, keepdims=True)
+    lp = lp - np.log(np.exp(lp).sum(1, keepdims=True))
+    want = -((1 - smoothing) * lp[np.arange(64), y.numpy()] + smoothing * lp.mean(1)).mean()
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-5)
+
 def test_cheap_shared_work_is_recomputed_expensive_broadcast_work_is_stored():
   x, w = rnd(8, 16), rnd(4, 16)
   cheap = x + 1
