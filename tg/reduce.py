@@ -210,18 +210,17 @@ def _precedes(ka: Tensor, ia: Tensor, kb: Tensor, ib: Tensor) -> Tensor:
 
 def _compare_exchange(key: Tensor, idx: Tensor, half: int, flip: bool) -> tuple[Tensor, Tensor]:
   """One step of the network on the last axis: in each group of 2*half, position i and i + half (or, with flip, the
-  mirrored position in the second half) are put in order of (key, index)."""
+  mirrored position) are put in order of (key, index). Each position reads its partner through a view (halves
+  swapped, or the group reversed), so both reads are vector loads and the result needs no interleaving."""
   lead, size = key.shape[:-1], key.shape[-1]
-  shape = (*lead, size // (2 * half), 2, half)
-  k2, i2 = key.reshape(shape), idx.reshape(shape)
-  ka, kb, ia, ib = k2[..., 0, :], k2[..., 1, :], i2[..., 0, :], i2[..., 1, :]
-  if flip: kb, ib = kb.flip(-1), ib.flip(-1)
-  swap = _precedes(kb, ib, ka, ia)
-  lo_k, hi_k, lo_i, hi_i = swap.where(kb, ka), swap.where(ka, kb), swap.where(ib, ia), swap.where(ia, ib)
-  if flip: hi_k, hi_i = hi_k.flip(-1), hi_i.flip(-1)
-  key = lo_k.unsqueeze(-2).cat(hi_k.unsqueeze(-2), dim=-2).reshape(*lead, size).contiguous()
-  idx = lo_i.unsqueeze(-2).cat(hi_i.unsqueeze(-2), dim=-2).reshape(*lead, size).contiguous()
-  return key, idx
+  def partner(t: Tensor) -> Tensor:
+    groups = t.reshape(*lead, size // (2 * half), 2 * half)
+    swapped = groups.flip(-1) if flip else groups.reshape(*lead, size // (2 * half), 2, half).flip(-2)
+    return swapped.reshape(t.shape)
+  pk, pi = partner(key), partner(idx)
+  lower = (type(key).arange(size, device=key.device) % (2 * half)) < half  # keeps the smaller of the two
+  take = lower.where(_precedes(pk, pi, key, idx), _precedes(key, idx, pk, pi))
+  return take.where(pk, key).contiguous(), take.where(pi, idx).contiguous()
 
 def _bitonic_sort(key: Tensor, idx: Tensor) -> tuple[Tensor, Tensor]:
   """(key, idx) sorted along the last axis (a power of two long), stages of merges of sorted runs."""
