@@ -29,11 +29,10 @@ class LossMixin:
     if Y.shape != self.shape[:-1]: raise ValueError(f"labels of shape {Y.shape} don't match logits {self.shape}")
     Y = _signed_labels(Y)
     x = self._float()
-    top = x.max(-1, keepdim=True)
-    log_sum = (x - top).exp().sum(-1, keepdim=True).log()
+    top, log_sum = x._max_and_log_sum(-1)
     # the log-probability of the label read where it is (one element a row), not picked out of every class's
     picked = (x.gather(-1, Y.unsqueeze(-1)) - top - log_sum).squeeze(-1)
-    loss = -picked if label_smoothing == 0 else -(1 - label_smoothing) * picked - label_smoothing * (x - top - log_sum).mean(-1)
+    loss = -picked if label_smoothing == 0 else -(1 - label_smoothing) * picked - label_smoothing * x.log_softmax(-1).mean(-1)
     keep = Y != ignore_index
     loss = keep.where(_nan_outside_classes(loss, Y, self.shape[-1]), 0)
     if reduction == "mean": return loss.sum() / keep.sum().maximum(1).cast(loss.dtype)

@@ -110,8 +110,13 @@ class ReduceMixin:
   def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     x = self.cast(dtype) if dtype is not None else self._float()
     if x._empty_axis(axis): return x
-    m = x - x.max(axis, keepdim=True)
-    return m - m.exp().sum(axis, keepdim=True).log()
+    top, log_sum = x._max_and_log_sum(axis)
+    return x - top - log_sum
+  def _max_and_log_sum(self, axis: int) -> tuple[Tensor, Tensor]:
+    """The max along `axis` and the log of the sum of exp(self - max), both with `axis` kept: log_softmax is
+    self - max - log_sum (the cross-entropy reads it at the label only)."""
+    top = self.max(axis, keepdim=True)
+    return top, (self - top).exp().sum(axis, keepdim=True).log()
   def softmin(self, axis: int = -1) -> Tensor: return (-self).softmax(axis)
   def normalize(self, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """self / max(p-norm over dim, eps), as torch.nn.functional.normalize. The norm of a zero vector is 0 with gradient
