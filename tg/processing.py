@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from dataclasses import dataclass
 from ir.dtype import DType, dtypes
 from ir.ops import Ops
-from ir.uop import UOp
+from ir.uop import UOp, all_int
 from ir.helpers import argsort, broadcast_shape, ceildiv, flatten, prod, round_up
 from ir.switches import FLOAT16, IMAGE, TRAINING
 
@@ -106,7 +106,7 @@ def _reduce_axis_innermost(x: Tensor, w: Tensor) -> bool:
   less (8x16x512x64 attention scores: 89 ms -> 1.7 ms copy + 13 ms; at k = 1024 the copy costs 10% more)."""
   from tg.schedule import movement_view
   k, lanes = w.shape[-2], _cpu_lanes(w)
-  if not all(isinstance(s, int) for s in (k, x.shape[-2], w.shape[-1])): return False  # symbolic sizes: left as they are
+  if not all_int((k, x.shape[-2], w.shape[-1])): return False  # symbolic sizes: left as they are
   if not lanes or k > ROW_COPY_MAX_K or x.shape[-2] < lanes or w.shape[-1] < lanes: return False
   _, st = movement_view(w.uop)
   strides = st.views[-1].strides
