@@ -378,6 +378,37 @@ def test_sort_dtypes(dtype):
     np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, order, -1))
     np.testing.assert_array_equal(indices.numpy(), order)
 
+@ieee_math
+def test_sort_orders_nans_last_and_signed_zeros_as_equal():
+  """PyTorch's order: NaN above +inf (first when descending), -0 equal to 0 (the first index first)."""
+  x = np.array([3, np.nan, -0.0, 0.0, -np.inf, 1, np.nan, -1], np.float32)
+  for descending, want in ((False, [4, 7, 2, 3, 5, 0, 1, 6]), (True, [1, 6, 0, 5, 2, 3, 7, 4])):
+    values, indices = Tensor(x).sort(descending=descending)
+    np.testing.assert_array_equal(indices.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(values.numpy()), np.signbit(x[want]))  # values are x's, -0 kept
+    np.testing.assert_array_equal(values.numpy(), x[want])
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64, np.float16, np.float32, np.float64])
+def test_sort_extremes_of_each_dtype(dtype):
+  """Each dtype's least and greatest values (keys packed with their index for 32 bits and less, pairs above)."""
+  skip_refused(dtype)
+  info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else np.finfo(dtype)
+  x = np.array([info.max, info.min, 0, 1, info.min, 5, info.max, 2], dtype=dtype)
+  for descending in (False, True):
+    order = np.argsort(-x.astype(np.float64) if descending else x, kind="stable")
+    values, indices = Tensor(x).sort(descending=descending)
+    np.testing.assert_array_equal(indices.numpy(), order)
+    np.testing.assert_array_equal(values.numpy(), x[order])
+
+@needs(dtypes.uint64, dtypes.int64, why="32-bit keys are packed with their index in uint64; the pairs' case sorts int64")
+def test_a_sort_of_32_bit_keys_is_a_kernel_a_step():
+  """Keys of 32 bits or less travel packed with their index: each of the 55 steps of 1024 elements is one kernel,
+  where 64-bit keys and their indices take two (but in the last step, whose keys nothing reads)."""
+  steps = 10 * 11 // 2
+  kernels = lambda dt: len(Tensor.empty(1024, dtype=dt).sort()[1].schedule())
+  assert steps <= kernels(dtypes.float32) < steps + 5 and kernels(dtypes.int8) < steps + 5
+  assert kernels(dtypes.int64) >= 2 * steps - 1
+
 def test_sort_ties_are_stable():
   x = np.array([[2.0, 1.0, 2.0, 1.0, 0.0, 2.0], [5.0, 5.0, 5.0, 5.0, 5.0, 5.0]], dtype=np.float32)
   np.testing.assert_array_equal(Tensor(x).argsort(-1).numpy(), np.argsort(x, -1, kind="stable"))
