@@ -1,18 +1,18 @@
 """Movement and indexing: reshape/permute/expand/pad/shrink/flip and everything built from them (slicing, cat, stack,
-split, roll, repeat, gather, scatter, masks), plus `[]` and `[]=`. Integer-tensor indexing selects through one-hot
-masks, so it stays lazy and fuses into the consumer kernel."""
+split, roll, repeat, gather, scatter, masks), plus `[]` and `[]=`. Integer-tensor indexing is a gather that the
+consumer kernel reads through; scatters combine through one-hot masks or, where those would be big, through sorted
+indices (tg/sorted_scatter.py)."""
 from __future__ import annotations
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 import numpy as np
 from ir.dtype import dtypes
 from ir.helpers import argsort, broadcast_shape, prod
 from ir.ops import Ops
 from ir.uop import UOp, all_int, smin, sprod, ssimplify
+from tg.sorted_scatter import SortedTakeGrad, empty_value, segment_reduce, segment_sum, sorted_scatter_index
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
-SORTED_SCATTER_MIN = 1 << 24  # a gather's (positions x gathered elements) from which its gradient sums through sorted indices
 
 def _flat_shape(args) -> tuple:
   return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
@@ -250,53 +250,64 @@ class MovementMixin:
     n = self.shape[d]
     return x._take(d, (index < 0).where(index + n, index) if not dtypes.is_unsigned(index.dtype) else index)
   def _take(self, dim: int, index: Tensor) -> Tensor:
-    """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0. Where the index
-    runs along `dim` only (x[idx], an embedding) and summing the gradient over every (index, position) pair would be
-    big, the gradient is summed through the sorted indices instead."""
+    """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0. Where summing the
+    gradient over every (index, position) pair would cost more than sorting the indices, it is summed through the
+    sorted indices instead (tg/sorted_scatter.py)."""
     out = self._new(UOp(Ops.TAKE, self.dtype, (self.uop, index.uop), dim), index)
-    if not dtypes.is_float(self.dtype) or not all_int(self.shape + index.shape) or self.shape[dim] * prod(index.shape) < SORTED_SCATTER_MIN: return out
-    if (line := _index_line(index, dim)) is None: return out
+    if not dtypes.is_float(self.dtype) or (keyed := sorted_scatter_index(index, dim, self.shape[dim])) is None: return out
     from tg.elementwise import _with_grad
-    return _with_grad(out, _SortedTakeGrad(dim), self, line)
+    return _with_grad(out, SortedTakeGrad(dim), self, keyed)
   def take_along_dim(self, indices: Tensor, dim: int) -> Tensor: return self.gather(dim, indices)
-  def _scatter_mask(self, dim: int, index: Tensor) -> tuple[int, Tensor]:
-    d = self._axis(dim)
-    if index.ndim != self.ndim: raise RuntimeError(f"scatter index must have {self.ndim} dims, got shape {index.shape}")
-    if not dtypes.is_int(index.dtype): raise RuntimeError(f"scatter index must be an integer tensor, got {index.dtype}")
-    n = self.shape[d]
-    mask = index._onehot(n).permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))  # (.., k, n, ..)
-    pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
-    return d, mask.pad(pads[:d + 1] + [None] + pads[d + 1:])
   def scatter(self, dim: int, index: Tensor, src: Tensor | float, reduce: str | None = None) -> Tensor:
     """out[.., index[i], ..] = src[i] along `dim` (reduce: None, 'add' or 'multiply')."""
     if reduce not in (None, "add", "multiply"): raise RuntimeError(f"scatter reduce must be None, 'add' or 'multiply', got {reduce!r}")
     return self.scatter_reduce(dim, index, src, {None: "replace", "add": "sum", "multiply": "prod"}[reduce])
   def scatter_reduce(self, dim: int, index: Tensor, src: Tensor | float, reduce: str, include_self: bool = True) -> Tensor:
+    """self with src's values combined into the positions `index` names along `dim` (torch.scatter_reduce): 'sum',
+    'prod', 'mean', 'amax', 'amin', or 'replace' (scatter's; for repeated indices the last one wins). include_self=False
+    leaves self's value out where something is written. Negative indices count from the end; others outside the axis
+    write nothing. Big scatters go through sorted indices (tg/sorted_scatter.py), the others through one-hot masks."""
     if reduce not in ("replace", "sum", "prod", "mean", "amax", "amin"): raise RuntimeError(f"unknown scatter_reduce reduction {reduce!r}")
-    d, mask = self._scatter_mask(dim, index)
+    d = self._axis(dim)
+    if index.ndim != self.ndim: raise RuntimeError(f"scatter index must have {self.ndim} dims, got shape {index.shape}")
+    if not dtypes.is_int(index.dtype): raise RuntimeError(f"scatter index must be an integer tensor, got {index.dtype}")
     src_t = src if isinstance(src, type(self)) else type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     src_t = src_t.shrink([(0, s) for s in index.shape]).cast(self.dtype)
+    n = self.shape[d]
+    wrapped = lambda t: t if dtypes.is_unsigned(t.dtype) else (t < 0).where(t + n, t)
     pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
-    vals = src_t.pad(pads).unsqueeze(d + 1)                      # (.., k, 1, ..)
-    hit = mask.any(d)                                            # (.., n, ..)
-    if reduce == "replace":  # for repeated indices the last write wins
-      order = type(self).arange(1, index.shape[d] + 1, device=self.device).reshape(*[index.shape[d] if j == d else 1 for j in range(mask.ndim)])
-      winner = mask.where(order, 0).max(d, keepdim=True)
-      return hit.where(((order == winner) & mask).where(vals, 0).sum(d, dtype=self.dtype), self)
-    if reduce in ("sum", "mean"):
-      total = mask.where(vals, 0).sum(d, dtype=self.dtype)
-      count = mask.sum(d, dtype=dtypes.default_int)
-      if reduce == "sum": return total + self if include_self else hit.where(total, self)
-      summed, n = (total + self, count + 1) if include_self else (total, count)
+    if (keyed := sorted_scatter_index(index, d, n)) is not None:
+      keyed = wrapped(keyed)
+      combined, count = segment_sum(src_t, keyed, d, n) if reduce in ("sum", "mean") else segment_reduce(src_t, keyed, d, n, reduce)
+      combined = combined.pad(pads, value=empty_value(reduce, self.dtype))
+      count = count.expand(*[n if j == d else s for j, s in enumerate(index.shape)]).pad(pads)
+    else: combined, count = self._scatter_onehot(d, wrapped(index), src_t.pad(pads), reduce, pads)
+    hit = count > 0
+    if reduce == "replace": return hit.where(combined, self)
+    if reduce == "sum": return combined + self if include_self else hit.where(combined, self)
+    if reduce == "mean":
+      summed, n = (combined + self, count + 1) if include_self else (combined, count)
       return hit.where(summed / n if dtypes.is_float(self.dtype) else summed // n.cast(self.dtype), self)
-    if reduce == "prod":
-      out = mask.where(vals, 1).prod(d)
-      return out * self if include_self else hit.where(out, self)
-    big = float("inf") if dtypes.is_float(self.dtype) else dtypes.max(self.dtype)
-    small = -big if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
-    out = mask.where(vals, small).max(d) if reduce == "amax" else mask.where(vals, big).min(d)
-    if include_self: out = out.maximum(self) if reduce == "amax" else out.minimum(self)
-    return hit.where(out, self)
+    if reduce == "prod": return combined * self if include_self else hit.where(combined, self)
+    if include_self: combined = combined.maximum(self) if reduce == "amax" else combined.minimum(self)
+    return hit.where(combined, self)
+  def _scatter_onehot(self, d: int, index: Tensor, vals: Tensor, reduce: str, pads: list) -> tuple[Tensor, Tensor]:
+    """segment_reduce's (combined, count) through a mask of every index against every position along d (index's values
+    in range or written nowhere, vals padded to self's shape)."""
+    n = self.shape[d]
+    mask = (index.unsqueeze(-1) == type(self).arange(n, device=self.device, dtype=index.dtype))
+    mask = mask.permute(*range(d + 1), index.ndim, *range(d + 1, index.ndim))  # (.., k, n, ..)
+    mask = mask.pad(pads[:d + 1] + [None] + pads[d + 1:])
+    vals = vals.unsqueeze(d + 1)                                  # (.., k, 1, ..)
+    count = mask.sum(d, dtype=dtypes.default_int)
+    if reduce == "replace":  # for repeated indices the last write wins
+      order = (type(self).arange(index.shape[d], device=self.device) + 1).reshape(*[index.shape[d] if j == d else 1 for j in range(mask.ndim)])
+      winner = mask.where(order, 0).max(d, keepdim=True)
+      return ((order == winner) & mask).where(vals, 0).sum(d, dtype=self.dtype), count
+    if reduce in ("sum", "mean"): return mask.where(vals, 0).sum(d, dtype=self.dtype), count
+    if reduce == "prod": return mask.where(vals, 1).prod(d), count
+    empty = empty_value(reduce, self.dtype)
+    return (mask.where(vals, empty).max(d) if reduce == "amax" else mask.where(vals, empty).min(d)), count
   def masked_fill(self, mask: Tensor, value) -> Tensor: return mask.where(value, self)
   def masked_select(self, mask: Tensor, size: int | None = None, fill_value=0) -> Tensor:
     """The elements where `mask` is true (both broadcast to one shape), in order, as a 1-d tensor. Without `size` the
@@ -451,57 +462,8 @@ class MovementMixin:
       view.assign(value._broadcast_to(view.shape).cast(self.dtype)).realize()
       return
     self._check_index_tensors(idx)
-    # integer tensors: compute the updated tensor with masks (for repeated indices the last one wins)
+    # integer tensors: a scatter into the flat tensor of the positions they pick (for repeated ones the last one wins)
     positions = type(self).arange(self.numel(), device=self.device).reshape(self.shape)
     chosen = positions[tuple(indices) if isinstance(indices, tuple) else indices]
     value = value._broadcast_to(chosen.shape).cast(self.dtype).flatten()
-    flat_pos = chosen.flatten()
-    order = type(self).arange(flat_pos.numel(), device=self.device) + 1
-    hits = flat_pos._onehot(self.numel())                                    # (m, numel)
-    winner = hits.where(order.unsqueeze(1), 0).max(0)                        # (numel,): 1 + last writer, 0 if none
-    pick = (winner.unsqueeze(0) == order.unsqueeze(1)) & hits                # (m, numel)
-    new = pick.where(value.unsqueeze(1), 0).sum(0, dtype=self.dtype)
-    self.assign((winner > 0).where(new, self.flatten()).reshape(self.shape)).realize()
-
-def _index_line(index: Tensor, dim: int) -> Tensor | None:
-  """The 1-d index along `dim` when `index` is it broadcast over every other axis (as x[idx] makes it), else None."""
-  from tg.schedule import movement_view
-  _, st = movement_view(index.uop)
-  if len(st.views) != 1 or st.views[0].mask is not None or any(s != 0 for a, s in enumerate(st.views[0].strides) if a != dim): return None
-  return index.shrink([None if a == dim else (0, 1) for a in range(index.ndim)]).reshape(index.shape[dim])
-
-@dataclass(frozen=True)
-class _SortedTakeGrad:
-  """The gradient of x._take(dim, line broadcast) with respect to x, through _scatter_add_sorted (equal for equal dims,
-  so that graphs built again match the ones cached)."""
-  dim: int
-  def __call__(self, g: Tensor, _out: Tensor, x: Tensor, line: Tensor) -> tuple[Tensor, None]:
-    return _scatter_add_sorted(g, line, self.dim, x.shape[self.dim]), None
-
-def _scatter_add_sorted(g: Tensor, line: Tensor, dim: int, n: int) -> Tensor:
-  """sum over i of g[.., i, ..] where line[i] == j, for j in [0, n), as a tensor of g's shape with n at `dim`, in
-  O((k + n) log k) work for k indices instead of k * n: the indices sorted, g's slices in their order summed within
-  runs of one index (a log-step scan), and each j reading the total at the end of its run, found by binary search."""
-  k = line.shape[0]
-  keys, order = line.sort()
-  rows = g.transpose(0, dim) if dim else g  # (k, ...)
-  rest = rows.shape[1:]
-  column = lambda t: t.reshape(t.shape[0], *(1,) * len(rest))  # a 1-d tensor along the first axis of rows
-  total = rows[order].contiguous()
-  shift = 1
-  while shift < k:  # after this step each slice holds the sum of the 2*shift slices ending at it that share its index
-    same = column((keys[shift:] == keys[:-shift]).pad([(shift, 0)], value=False))
-    total = (total + same.where(total[:-shift].pad([(shift, 0)] + [None] * len(rest)), 0)).contiguous()
-    shift *= 2
-  wanted = type(g).arange(n, device=g.device, dtype=keys.dtype)
-  count = type(g).zeros(n, device=g.device, dtype=dtypes.int32)  # of keys <= j: the end of j's run
-  step = 1 << (k.bit_length() - 1)
-  while step:
-    probe = count + step
-    ok = (probe <= k) & (keys[(probe - 1).clip(0, k - 1)] <= wanted)
-    count = ok.where(probe, count).contiguous()
-    step //= 2
-  last = (count - 1).clip(0, k - 1)
-  hit = (count > 0) & (keys[last] == wanted)
-  out = column(hit).where(total[last], 0)
-  return out.transpose(0, dim) if dim else out
+    self.assign(self.flatten().scatter_reduce(0, chosen.flatten(), value, "replace").reshape(self.shape)).realize()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tg import Tensor, dtypes
+from tg.sorted_scatter import segment_reduce
 from tests.tg.opcheck import check_op, needs
 
 NUMPY_INDICES = needs(dtypes.int64, why="the indices are numpy's int64 arrays")
@@ -243,13 +244,14 @@ def test_gather():
   check_op(lambda a, i: a.gather(-1, i), lambda a, i: np.take_along_axis(a[:1, :2], i, -1), inputs=[np.random.default_rng(2).uniform(-2, 2, (2, 3, 2)), index2])
 
 def np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
-  """Reference following torch.Tensor.scatter_reduce_: every position hit by the index collects its sources."""
+  """Reference following torch.Tensor.scatter_reduce_: every position hit by the index collects its sources (negative
+  indices count from the end; tg's rule for the others outside the axis: they write nothing)."""
   out = x.copy()
   groups: dict = {}
   for pos in np.ndindex(index.shape):
     target = list(pos)
-    target[dim] = index[pos]
-    groups.setdefault(tuple(target), []).append(src[pos])
+    target[dim] = index[pos] + x.shape[dim] if index[pos] < 0 else index[pos]
+    if target[dim] < x.shape[dim]: groups.setdefault(tuple(target), []).append(src[pos])
   for target, vals in groups.items():
     vals = list(vals) + ([x[target]] if include_self else [])
     if reduce == "sum": out[target] = np.sum(vals)
@@ -260,8 +262,17 @@ def np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
     elif reduce == "replace": out[target] = vals[-1] if not include_self else vals[-2]
   return out
 
+@pytest.fixture(params=["one-hot", "sorted"])
+def scatter_form(request, monkeypatch):
+  """Each scatter test runs through one-hot masks (these sizes' own choice) and through sorted indices (forced)."""
+  import tg.sorted_scatter
+  if request.param == "sorted":
+    monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
+    monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
+  return request.param
+
 @NUMPY_INDICES
-def test_scatter_plain():
+def test_scatter_plain(scatter_form):
   # no two sources hit the same position (which torch leaves undefined)
   index = np.array([[1, 0, 2], [2, 1, 0]])
   ref = lambda x, i, s: np_scatter_reduce(x, 0, i, s, "replace", include_self=False)
@@ -281,7 +292,7 @@ def test_scatter_scalar_src():
   np.testing.assert_array_equal(out, ref)
 
 @NUMPY_INDICES
-def test_scatter_add():
+def test_scatter_add(scatter_form):
   index = np.array([[0, 1, 0, 3], [3, 3, 3, 1]])
   ref = lambda x, i, s: np_scatter_reduce(x, 1, i, s, "sum")
   check_op(lambda x, i, s: x.scatter(1, i, s, reduce="add"), ref,
@@ -292,7 +303,7 @@ SCATTER_INDEX = np.array([[0, 2, 0], [2, 2, 1], [0, 1, 1], [2, 0, 2]])  # (4, 3)
 @NUMPY_INDICES
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
-def test_scatter_reduce(reduce, include_self):
+def test_scatter_reduce(reduce, include_self, scatter_form):
   rng = np.random.default_rng(9)
   x = rng.uniform(-2, 2, (3, 4))
   src = rng.uniform(-2, 2, (4, 3))
@@ -301,12 +312,49 @@ def test_scatter_reduce(reduce, include_self):
   check_op(lambda x, i, s: x.scatter_reduce(0, i, s, reduce, include_self=include_self), ref, inputs=[x, index, src])
 
 @NUMPY_INDICES
-def test_scatter_reduce_dim1_mean():
+def test_scatter_reduce_dim1_mean(scatter_form):
   rng = np.random.default_rng(10)
   x, src = rng.uniform(-2, 2, (2, 3)), rng.uniform(-2, 2, (2, 4))
   index = np.array([[2, 2, 0, 2], [1, 1, 1, 1]])
   check_op(lambda x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False),
            lambda x, i, s: np_scatter_reduce(x, 1, i, s, "mean", False), inputs=[x, index, src])
+
+@NUMPY_INDICES
+@pytest.mark.parametrize("reduce", ["replace", "sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_by_one_index_line(reduce, scatter_form):
+  """An index line broadcast over the other axis (as a graph's edges scatter into its nodes), sorted once for every
+  column: repeats in long runs, negative indices and indices past the axis (they write nothing)."""
+  rng = np.random.default_rng(11)
+  line = np.concatenate([rng.integers(-6, 8, 13), np.full(9, 2)])
+  x, src = rng.uniform(-2, 2, (6, 3)), rng.uniform(-2, 2, (22, 4))
+  index = np.repeat(line[:, None], 3, 1)
+  check_op(lambda x, i, s: x.scatter_reduce(0, i.reshape(22, 1).expand(22, 3), s, reduce, include_self=reduce != "replace"),
+           lambda x, i, s: np_scatter_reduce(x, 0, index, s, reduce, reduce != "replace"), inputs=[x, line, src])
+
+def test_a_big_scatter_add_sums_no_one_hot_product():
+  """Messages of 40000 edges scattered into 30000 nodes of 16 features would be 2 * 10**10 one-hot terms: the sum goes
+  through the sorted indices (the forward and the messages' gradient, a gather, schedule no reduction)."""
+  m = Tensor.empty(40000, 16, requires_grad=True)
+  out = Tensor.empty(30000, 16).scatter_reduce(0, Tensor.empty(40000, dtype=dtypes.int32).reshape(-1, 1).expand(-1, 16), m, "sum")
+  (out * Tensor.empty(30000, 16)).sum().backward()
+  for t in (out, m.grad): assert not any(u.op.name == "REDUCE_AXIS" for item in t.schedule() for u in item.ast.toposort())
+
+def test_a_big_setitem_writes_through_sorted_positions(monkeypatch):
+  """x[idx] = v into 40000 elements with 500 picks (repeats among them: the last one wins) is not a 2 * 10**7-term
+  one-hot sum but a scatter through the sorted positions; it matches a Python loop's assignments."""
+  import tg.movement
+  calls = []
+  monkeypatch.setattr(tg.movement, "segment_reduce", lambda *a: calls.append(a[-1]) or segment_reduce(*a))
+  rng = np.random.default_rng(13)
+  x = rng.standard_normal((200, 200)).astype(np.float32)
+  rows, cols = rng.integers(-200, 200, 500), rng.integers(0, 20, 500)
+  vals = rng.standard_normal(500).astype(np.float32)
+  t = Tensor(x)
+  t[Tensor(rows.astype(np.int32)), Tensor(cols.astype(np.int32))] = Tensor(vals)
+  want = x.copy()
+  for r, c, v in zip(rows, cols, vals): want[r, c] = v
+  np.testing.assert_array_equal(t.numpy(), want)
+  assert calls == ["replace"]
 
 # ---------------- masks ----------------
 MASK = np.array([[True, False, False, True], [False, False, True, False], [True, True, False, False]])
@@ -740,8 +788,9 @@ def test_getitem_gradient_mixed():
 def test_gather_gradient_through_sorted_indices(monkeypatch, n, k, dim):
   """The gradient of x[idx] (an index along one axis only) summed through the sorted indices equals numpy's add.at,
   with indices repeated, negative and in runs longer than the scan's steps; the one-hot form is forced off."""
-  import tg.movement
-  monkeypatch.setattr(tg.movement, "SORTED_SCATTER_MIN", 1)
+  import tg.sorted_scatter
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
   rng = np.random.default_rng(n + k)
   shape = (n, 3) if dim == 0 else (2, n, 3)
   x = Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
