@@ -62,8 +62,9 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str) ->
   k = index.shape[dim]
   def shifted(t: Tensor, by: int, fill) -> Tensor:  # t moved `by` along dim, `fill` coming in at the front
     return t.shrink([(0, t.shape[dim] - by) if a == dim else None for a in range(t.ndim)]).pad([(by, 0) if a == dim else None for a in range(t.ndim)], value=fill)
-  if index.dtype.itemsize < 4: index = index.cast(dtypes.int32)  # room for n, which marks the indices out of range
-  keys, order = ((index >= 0) & (index < n)).where(index, n).sort(dim)  # an index that writes nowhere sorts last
+  key_dtype = dtypes.int64 if n >= 2**31 else dtypes.int32  # 32-bit keys sort packed with their positions
+  if index.dtype.itemsize < key_dtype.itemsize: index = index.cast(key_dtype)  # room for n, which marks the indices out of range
+  keys, order = ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
   vals = src._take(dim, order.expand(src.shape))
   combine = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b), "amin": lambda a, b: a.minimum(b)}.get(reduce)
   shift = 1

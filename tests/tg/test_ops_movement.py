@@ -3,9 +3,11 @@ differences of the same numpy expression (see opcheck.check_op)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from ir.helpers import prod
 from tg import Tensor, dtypes
+from tg.reduce import RANK_BLOCK
 from tg.sorted_scatter import segment_reduce
-from tests.tg.opcheck import check_op, needs
+from tests.tg.opcheck import check_op, needs, skip_refused
 
 NUMPY_INDICES = needs(dtypes.int64, why="the indices are numpy's int64 arrays")
 
@@ -331,13 +333,23 @@ def test_scatter_reduce_by_one_index_line(reduce, scatter_form):
   check_op(lambda x, i, s: x.scatter_reduce(0, i.reshape(22, 1).expand(22, 3), s, reduce, include_self=reduce != "replace"),
            lambda x, i, s: np_scatter_reduce(x, 0, index, s, reduce, reduce != "replace"), inputs=[x, line, src])
 
+def widest_reduction(t: Tensor) -> int:
+  """The most elements any of the kernels that compute t reduces into one output (1 where none reduces)."""
+  widest = 1
+  for item in t.schedule():
+    nodes = item.ast.toposort()
+    full = max((u.arg.shape for u in nodes if u.op.name == "VIEW"), key=prod)
+    widest = max([widest] + [prod(full[a] for a in u.arg[1]) for u in nodes if u.op.name == "REDUCE_AXIS"])
+  return widest
+
 def test_a_big_scatter_add_sums_no_one_hot_product():
   """Messages of 40000 edges scattered into 30000 nodes of 16 features would be 2 * 10**10 one-hot terms: the sum goes
-  through the sorted indices (the forward and the messages' gradient, a gather, schedule no reduction)."""
+  through the sorted indices (the forward and the messages' gradient, a gather), where no kernel reduces more than
+  the sort's rank blocks (the one-hot form: 40000 terms an output)."""
   m = Tensor.empty(40000, 16, requires_grad=True)
   out = Tensor.empty(30000, 16).scatter_reduce(0, Tensor.empty(40000, dtype=dtypes.int32).reshape(-1, 1).expand(-1, 16), m, "sum")
   (out * Tensor.empty(30000, 16)).sum().backward()
-  for t in (out, m.grad): assert not any(u.op.name == "REDUCE_AXIS" for item in t.schedule() for u in item.ast.toposort())
+  assert widest_reduction(out) <= RANK_BLOCK and widest_reduction(m.grad) <= RANK_BLOCK
 
 def test_a_big_setitem_writes_through_sorted_positions(monkeypatch):
   """x[idx] = v into 40000 elements with 500 picks (repeats among them: the last one wins) is not a 2 * 10**7-term
@@ -803,12 +815,29 @@ def test_gather_gradient_through_sorted_indices(monkeypatch, n, k, dim):
   else: np.add.at(want.transpose(1, 0, 2), idx % n, g.transpose(1, 0, 2))
   np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-5)
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_gather_gradient_of_an_index_per_column_through_sorted_indices(monkeypatch, dtype):
+  """torch.gather's gradient with each row's own indices (sorted row by row), the one-hot form forced off; int64 and
+  uint8 indices become 32-bit keys."""
+  import tg.sorted_scatter
+  skip_refused(dtype)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
+  rng = np.random.default_rng(14)
+  x = Tensor(rng.standard_normal((5, 7)).astype(np.float32), requires_grad=True)
+  idx = rng.integers(0 if dtype == np.uint8 else -7, 7, (5, 9)).astype(dtype)
+  g = rng.standard_normal((5, 9)).astype(np.float32)
+  (x.gather(1, Tensor(idx)) * Tensor(g)).sum().backward()
+  want = np.zeros((5, 7))
+  for r in range(5): np.add.at(want[r], idx[r].astype(np.int64) % 7, g[r])
+  np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-5)
+
 def test_a_big_gather_gradient_sums_no_one_hot_product():
-  """An embedding's gradient (50000 rows, 8192 picks of 256) by its one-hot form is a reduction of 10**11 terms; the
-  sorted form has none: a sort, a scan, a binary search and gathers."""
+  """An embedding's gradient (50000 rows, 8192 picks of 256) by its one-hot form is a reduction of 10**11 terms (8192
+  an output); the sorted form is a sort (whose rank blocks reduce 32 an output), a scan, a binary search and gathers."""
   w = Tensor.empty(50000, 256, requires_grad=True)
   (w[Tensor.empty(8192, dtype=dtypes.int32)] * Tensor.empty(8192, 256)).sum().backward()
-  assert not any(u.op.name == "REDUCE_AXIS" for item in w.grad.schedule() for u in item.ast.toposort())
+  assert widest_reduction(w.grad) <= RANK_BLOCK
 
 def test_getitem_errors_are_index_errors():
   t = Tensor(np.zeros((3, 4), np.float32))
