@@ -268,7 +268,7 @@ def _compare_exchange(items: tuple[Tensor, ...], half: int, flip: bool) -> tuple
     swapped = groups.flip(-1) if flip else groups.reshape(*lead, size // (2 * half), 2, half).flip(-2)
     return swapped.reshape(t.shape)
   partners = tuple(partner(t) for t in items)
-  lower = (type(items[0]).arange(size, device=items[0].device) % (2 * half)) < half  # keeps the smaller of the two
+  lower = (type(items[0]).arange(size, device=items[0].device, dtype=dtypes.int32) & half) == 0  # keeps the smaller of the two
   take = lower.where(_precedes(partners, items), _precedes(items, partners))
   return tuple(take.where(p, t).contiguous() for p, t in zip(partners, items))
 
