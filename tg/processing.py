@@ -394,6 +394,9 @@ class ProcessingMixin:
     for i, out in enumerate(size):
       dim = self.ndim - len(size) + i
       n = x.shape[dim]
+      if not align_corners and (whole := _resized_by_a_whole_factor(x, dim, out, mode)) is not None:
+        x = whole
+        continue
       pos = type(self).arange(out, device=self.device, dtype=dtypes.float32)
       if mode == "nearest": src = (pos * (n / out)).floor()
       elif mode == "nearest-exact": src = ((pos + 0.5) * (n / out)).floor()
@@ -449,3 +452,32 @@ class ProcessingMixin:
     if attn_mask is not None:
       scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype == dtypes.bool else scores + attn_mask
     return scores.softmax(-1).dropout(dropout_p).matmul(value)
+
+def _resized_by_a_whole_factor(x: Tensor, dim: int, out: int, mode: str) -> Tensor | None:
+  """interpolate's resize of x along dim (pixel centres mapped, not corners) through views where the sizes differ by a
+  whole factor s, or None: each output then reads the same one or two inputs at a fixed offset from its block's, so
+  it is a repeat, a strided view, or blends of shifted views, and needs no gather (and one of the same size is x, as
+  PyTorch returns it). Upscaled, output i * s + r sits at input i + (r + 0.5) / s - 0.5, whose neighbours past the
+  ends are the end pixels (a replicate pad)."""
+  n = x.shape[dim]
+  if not isinstance(n, int) or n == 0 or out == 0: return None
+  grouped = lambda t, s: t.reshape(*x.shape[:dim], -1, s, *x.shape[dim + 1:])  # (.., n, s, ..) or (.., out, s, ..)
+  at = lambda t, j: t.shrink([(j, j + 1) if a == dim + 1 else None for a in range(t.ndim)]).squeeze(dim + 1)
+  if out == n: return x
+  if out % n == 0:
+    s = out // n
+    if mode.startswith("nearest"): return x.unsqueeze(dim + 1).expand(*x.shape[:dim + 1], s, *x.shape[dim + 1:]).reshape(*x.shape[:dim], out, *x.shape[dim + 1:])
+    ends = x.pad([(1, 1) if a == dim else None for a in range(x.ndim)], mode="replicate")
+    shifted = lambda d: ends.shrink([(1 + d, 1 + d + n) if a == dim else None for a in range(x.ndim)])  # x[i + d], ends repeated
+    phases = []
+    for r in range(s):
+      src = (r + 0.5) / s - 0.5
+      d = math.floor(src)
+      phases.append(shifted(d) if src == d else shifted(d) * (1 - (src - d)) + shifted(d + 1) * (src - d))
+    return type(x).stack(*phases, dim=dim + 1).reshape(*x.shape[:dim], out, *x.shape[dim + 1:])
+  if n % out == 0:
+    s, blocks = n // out, grouped(x, n // out)
+    if mode == "nearest": return at(blocks, 0)
+    if mode == "nearest-exact" or s % 2: return at(blocks, s // 2)
+    return at(blocks, s // 2 - 1) * 0.5 + at(blocks, s // 2) * 0.5
+  return None

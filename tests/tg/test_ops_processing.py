@@ -335,6 +335,27 @@ def test_interpolate_2d(mode, align_corners, size_in, size_out):
   check_op(lambda x: x.interpolate(size_out, mode=mode, align_corners=align_corners),
            lambda x: np_interpolate(x, size_out, mode, align_corners), [(1, 2, *size_in)])
 
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear"])
+@pytest.mark.parametrize("size_in,size_out", [((6,), (12,)), ((6,), (18,)), ((5,), (20,)), ((12,), (6,)), ((12,), (4,)), ((12,), (3,)),
+                                              ((4, 6), (8, 3)), ((3, 2), (9, 8))], ids=str)
+def test_interpolate_by_whole_factors(mode, size_in, size_out):
+  """Sizes a whole factor apart resize through views (repeats, strided views, blends of shifted views): the same
+  values and gradients as PyTorch's coordinate mapping, ends included."""
+  check_op(lambda x: x.interpolate(size_out, mode=mode), lambda x: np_interpolate(x, size_out, mode), [(2, *size_in)])
+
+def test_interpolate_by_a_whole_factor_reads_no_computed_index():
+  """x2 bilinear and /2 linear of an image are each one kernel of views, x2 nearest a view: no index arithmetic, no
+  gather (a 12x12 resize of the same image computes its indices)."""
+  x = Tensor.empty(1, 2, 8, 8)
+  for size, mode, kernels in (((16, 16), "linear", 1), ((16, 16), "nearest", 0), ((4, 4), "linear", 1)):
+    items = x.interpolate(size, mode=mode).schedule()
+    assert len(items) == kernels and not any({"ARANGE", "TRUNC"} & {u.op.name for u in it.ast.toposort()} for it in items), (size, mode)
+  assert any("ARANGE" in {u.op.name for u in it.ast.toposort()} for it in x.interpolate((12, 12), mode="linear").schedule())
+
+def test_interpolate_to_the_same_size_is_the_input():
+  x = np.array([[[1.0, np.inf, -2.0]]], np.float32)  # a blend would give the inf's neighbour 0 * inf = nan
+  np.testing.assert_array_equal(Tensor(x).interpolate((3,), mode="linear").numpy(), x)
+
 def np_bilinear(x, size, align_corners):
   """torch.nn.functional.interpolate(mode="bilinear") pixel by pixel, from PyTorch's documented source-coordinate
   mapping: align_corners maps the corner pixels onto each other (src = dst * (in - 1) / (out - 1)), otherwise pixel
