@@ -56,6 +56,7 @@ def f32_text(x: float) -> str:
 class LLVMRenderer(Renderer):
   device = "CPU"
   splits_across_cores = True
+  masked_loads = True
   def __init__(self, features: str = ""):
     flags = set(features.split(","))
     # floats per vector register: what upcast lanes should fill
@@ -184,7 +185,12 @@ class _Function:
   def load(self, u: UOp) -> str:
     dt = u.dtype
     if len(u.src) == 1: return self.op(f"load {ltype(dt)}, {self.ptr_of(u.src[0])} {self.ref(u.src[0])}")
-    raw = self.op(f"load {mem_type(dt)}, {self.ptr_of(u.src[0])} {self.gep(u.src[0], u.src[1])}, align {dt.scalar.itemsize}")
+    if len(u.src) == 3:  # lanes with their own gates: a masked vector load (zero elsewhere; the lanes off may point out of bounds)
+      mt, pt = mem_type(dt), self.ptr_of(u.src[0])
+      fname = f"llvm.masked.load.{_suffix(mt)}.{_ptr_suffix(pt)}"
+      self.decls.add(f"declare {mt} @{fname}({pt}, i32, {ltype(u.src[2].dtype)}, {mt})")
+      raw = self.op(f"call {mt} @{fname}({pt} {self.gep(u.src[0], u.src[1], inbounds=False)}, i32 {dt.scalar.itemsize}, {ltype(u.src[2].dtype)} {self.ref(u.src[2])}, {mt} zeroinitializer)")
+    else: raw = self.op(f"load {mem_type(dt)}, {self.ptr_of(u.src[0])} {self.gep(u.src[0], u.src[1])}, align {dt.scalar.itemsize}")
     if dt.scalar == dtypes.bool: return self.op(f"icmp ne {mem_type(dt)} {raw}, {imm(mem_type(dt), '0')}")
     return self.bf16_bits_to_float(raw, mem_type(dt)) if dt.scalar == dtypes.bfloat16 else raw
   def store(self, u: UOp) -> None:
@@ -211,9 +217,9 @@ class _Function:
       return None
     self.emit(f"store {mem_type(vdt)} {val}, {pt} {ptr}, align {vdt.scalar.itemsize}")
     return None
-  def gep(self, buf: UOp, idx: UOp) -> str:
+  def gep(self, buf: UOp, idx: UOp, inbounds: bool = True) -> str:
     out = self.fresh("p")
-    self.emit(f"{out} = getelementptr inbounds {mem_type(buf.dtype.base)}, {self.ptr_of(buf)} {self.ref(buf)}, {ltype(idx.dtype)} {self.ref(idx)}")
+    self.emit(f"{out} = getelementptr {'inbounds ' if inbounds else ''}{mem_type(buf.dtype.base)}, {self.ptr_of(buf)} {self.ref(buf)}, {ltype(idx.dtype)} {self.ref(idx)}")
     return out
 
   # ---- loops ----

@@ -71,9 +71,9 @@ def index_dtype(k: Kernel) -> DType:
   return dtypes.int32 if biggest < 2**31 else dtypes.int64
 
 class Lowerer:
-  def __init__(self, k: Kernel, split_first_axis_across_cores: bool, vectorize: bool = True, launch_dims: int = 0):
+  def __init__(self, k: Kernel, split_first_axis_across_cores: bool, vectorize: bool = True, launch_dims: int = 0, masked_loads: bool = False):
     self.k, self.b, self.idx_dtype = k, ProgramBuilder(), index_dtype(k)
-    self.split_cores, self.launch_dims = split_first_axis_across_cores, launch_dims
+    self.split_cores, self.launch_dims, self.masked_loads = split_first_axis_across_cores, launch_dims, masked_loads
     self.global_size: list[int] = []
     self.local_size: list[int] = []
     self.view_st = dict(zip(k.views, k.sts))
@@ -403,11 +403,30 @@ class Lowerer:
     elif loads and all(_offset(lanes[-1].src[1], l.src[1]) == n - 1 - i for i, l in enumerate(lanes)):  # a flipped view: one load, lanes reversed
       whole = UOp(Ops.LOAD, first.dtype.vec(n), lanes[-1].src)
       out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(UOp(Ops.GEP, first.dtype, (whole,), n - 1 - i) for i in range(n)))
+    elif self.masked_loads and (masked := self._masked_load(lanes)) is not None: out = masked
     elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
       out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes]), n) for j in range(len(first.src))), first.arg)
     else: out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(lanes))
     self.vec_memo[key] = out
     return out
+
+  def _masked_load(self, lanes: list[UOp]) -> UOp | None:
+    """Lanes that are guarded loads of one buffer at consecutive addresses (forward or reversed), some of them
+    padding (zero): one vector load of the lanes whose gate is set (a padded or concatenated view read along the
+    vector), else None."""
+    parts = [_guarded_parts(l) for l in lanes]
+    if any(p is None for p in parts): return None
+    read = [(i, p) for i, p in enumerate(parts) if p != ()]
+    if not read or all(_always(p[1]) for _, p in read): return None
+    (i0, (buf, _, a0)), n = read[0], len(lanes)
+    if any(p[0] is not buf for _, p in read) or buf.dtype.base == dtypes.bool: return None
+    for step in (1, -1):  # lane i reads a0 + step * (i - i0)
+      if all(_offset(a0, a) == step * (i - i0) for i, (_, _, a) in read):
+        gates = [p[1] if p != () else UOp.const(dtypes.bool, False) for p in parts]
+        lowest = i0 if step == 1 else i0 - (n - 1)  # the address of lane 0 (forward) or lane n - 1 (reversed), from a0
+        whole = UOp(Ops.LOAD, lanes[i0].dtype.vec(n), (buf, simplify(a0 - i0 * step if step == 1 else a0 + lowest), self._widen(self.vectorize(gates if step == 1 else gates[::-1]), n)))
+        return whole if step == 1 else UOp(Ops.VECTORIZE, whole.dtype, tuple(UOp(Ops.GEP, lanes[i0].dtype, (whole,), n - 1 - i) for i in range(n)))
+    return None
 
   def _at(self, idxs: list[UOp], fixed: dict[int, UOp], post_reduce: bool = False) -> tuple[UOp, ...]:
     zero = UOp.const(self.idx_dtype, 0)
@@ -514,6 +533,17 @@ def _guarded_load(n: UOp, idx: UOp, valid: UOp) -> UOp:
   if valid.op is Ops.CONST: return UOp(Ops.LOAD, n.dtype, (n.src[0], idx)) if valid.arg else UOp.const(n.dtype, 0)
   return valid.where(UOp(Ops.LOAD, n.dtype, (n.src[0], simplify(valid.where(idx, 0)))), UOp.const(n.dtype, 0))
 
+def _guarded_parts(lane: UOp) -> tuple | None:
+  """(buffer, gate, address) of a load _guarded_load made, () for a lane it made zero (never valid), else None."""
+  if lane.op is Ops.CONST: return () if lane.arg == 0 else None
+  if lane.op is Ops.LOAD and len(lane.src) == 2: return lane.src[0], UOp.const(dtypes.bool, True), lane.src[1]
+  if lane.op is not Ops.WHERE or lane.src[2].op is not Ops.CONST or lane.src[2].arg != 0: return None
+  gate, load = lane.src[0], lane.src[1]
+  if load.op is not Ops.LOAD or len(load.src) != 2: return None
+  address = load.src[1]
+  if address.op is not Ops.WHERE or address.src[0] is not gate or address.src[2].op is not Ops.CONST or address.src[2].arg != 0: return None
+  return load.src[0], gate, address.src[1]
+
 def _offset(base: UOp, idx: UOp) -> int | None:
   """idx - base when it is a constant."""
   if idx is base: return 0
@@ -586,9 +616,10 @@ def _some_lane_always(gate: UOp) -> bool:
 
 def _lane(x: UOp, i: int) -> UOp: return UOp(Ops.GEP, x.dtype.scalar, (x,), i) if x.dtype.count > 1 else x
 
-def lower(k: Kernel, split_first_axis_across_cores: bool = False, vectorize: bool = True, launch_dims: int = 0) -> tuple[list[UOp], tuple, tuple]:
+def lower(k: Kernel, split_first_axis_across_cores: bool = False, vectorize: bool = True, launch_dims: int = 0,
+          masked_loads: bool = False) -> tuple[list[UOp], tuple, tuple]:
   """(linear program, global size, local size); the sizes are those of the launch indices (1s on CPU)."""
-  lw = Lowerer(k, split_first_axis_across_cores, vectorize, launch_dims)
+  lw = Lowerer(k, split_first_axis_across_cores, vectorize, launch_dims, masked_loads)
   uops = lw.lower()
   pad = lambda xs: tuple(xs + [1] * (3 - len(xs))) if len(xs) <= 3 else tuple(xs)
   return uops, pad(lw.global_size), pad(lw.local_size)

@@ -27,7 +27,7 @@ def get_program(ast: UOp, renderer: Renderer, opts: list[Opt] | None = None) -> 
 
 def lowered(k: Kernel, renderer: Renderer) -> tuple[list[UOp], tuple, tuple]:
   """k's linear program and launch sizes for `renderer`."""
-  return lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims)
+  return lower(k, renderer.splits_across_cores, launch_dims=renderer.launch_dims, masked_loads=renderer.masked_loads)
 
 def program_of(k: Kernel, renderer: Renderer, lowered_k: tuple[list[UOp], tuple, tuple] | None = None) -> ProgramSpec:
   """The program of optimized kernel k, from `lowered_k` when it was lowered already (BEAM's estimate does)."""

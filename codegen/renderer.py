@@ -15,6 +15,7 @@ class Renderer:
   vector_registers: int = 16         # vector registers a thread has for its register tile and operands
   tensor_cores: tuple = ()           # TensorCore instructions the target offers (codegen.tensor_core)
   finite_math: bool = False          # the target's compiler may assume no NaN, inf or -0. and reassociate floats (WGSL allows it)
+  masked_loads: bool = False         # renders LOAD(buf, idx, lanes' gates): a vector load of only the lanes whose gate is set
   def render(self, name: str, uops: list[UOp]) -> str: raise NotImplementedError
 
 def buffers_written(uops: list[UOp]) -> set[UOp]:

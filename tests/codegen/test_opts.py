@@ -466,3 +466,24 @@ def test_a_flipped_read_along_the_vector_is_one_load_with_its_lanes_reversed(dev
   loads = [u for u in spec.uops if u.op is Ops.LOAD]
   assert [u.dtype.count for u in loads] == [8, 8], [u.dtype for u in loads]
   np.testing.assert_array_equal(run_with(device, out, opts).reshape(4, 64), x.numpy()[:, ::-1] * y.numpy())
+
+@pytest.mark.parametrize("case", ["pad", "reflect", "cat"])
+def test_a_padded_read_along_the_vector_is_one_masked_load(case):
+  """A padded view (zeros past the edges), a reflect pad (flipped pieces) and a concatenation along the vector axis:
+  on the CPU each piece is one masked vector load per vector (the lanes outside it off), not a load per lane; the
+  values are numpy's, the edges included. The PYTHON renderer keeps lane-by-lane loads."""
+  rng = np.random.default_rng(1)
+  x, y = (Tensor(rng.random((4, 29), dtype=np.float32)).realize() for _ in range(2))
+  out = {"pad": lambda: x.pad(((0, 0), (3, 0))) * 2, "reflect": lambda: x.pad((2, 1), mode="reflect") * 2,
+         "cat": lambda: x.cat(y, dim=1)[:, 26:58] * 2}[case]()
+  want = {"pad": lambda: np.pad(x.numpy(), ((0, 0), (3, 0))) * 2, "reflect": lambda: np.pad(x.numpy(), ((0, 0), (2, 1)), mode="reflect") * 2,
+          "cat": lambda: np.concatenate([x.numpy(), y.numpy()], 1)[:, 26:58] * 2}[case]()
+  (item,) = [i for i in out.schedule() if i.ast.op is Ops.SINK]
+  opts = [Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.VECTORIZE, 2, 0)]
+  spec = get_program(item.ast, Device["CPU"].renderer, opts)
+  loads = [u for u in spec.uops if u.op is Ops.LOAD]
+  assert loads and all(u.dtype.count == 8 and len(u.src) == 3 for u in loads), [(u.dtype, len(u.src)) for u in loads]
+  assert "llvm.masked.load" in spec.src
+  np.testing.assert_array_equal(run_with("CPU", out, opts).reshape(want.shape), want)
+  python = get_program(item.ast, Device["PYTHON"].renderer, opts)
+  assert not any(u.op is Ops.LOAD and len(u.src) == 3 for u in python.uops)
