@@ -390,7 +390,8 @@ class Lowerer:
 
   def vectorize(self, lanes: list[UOp]) -> UOp:
     """One value for all lanes: the scalar itself when every lane is the same, else a vector UOp built op by op,
-    with loads of consecutive addresses merged into one wide load (and in reverse, one load with its lanes reversed)."""
+    with loads of consecutive addresses merged into one wide load (and in reverse, one load with its lanes reversed;
+    guarded ones, where the renderer can, one masked load)."""
     first = lanes[0]
     if all(l is first for l in lanes): return first
     key = tuple(lanes)
@@ -423,8 +424,8 @@ class Lowerer:
     for step in (1, -1):  # lane i reads a0 + step * (i - i0)
       if all(_offset(a0, a) == step * (i - i0) for i, (_, _, a) in read):
         gates = [p[1] if p != () else UOp.const(dtypes.bool, False) for p in parts]
-        lowest = i0 if step == 1 else i0 - (n - 1)  # the address of lane 0 (forward) or lane n - 1 (reversed), from a0
-        whole = UOp(Ops.LOAD, lanes[i0].dtype.vec(n), (buf, simplify(a0 - i0 * step if step == 1 else a0 + lowest), self._widen(self.vectorize(gates if step == 1 else gates[::-1]), n)))
+        start = simplify(a0 - (i0 if step == 1 else n - 1 - i0))  # the address of lane 0, or of lane n - 1 reversed
+        whole = UOp(Ops.LOAD, lanes[i0].dtype.vec(n), (buf, start, self._widen(self.vectorize(gates if step == 1 else gates[::-1]), n)))
         return whole if step == 1 else UOp(Ops.VECTORIZE, whole.dtype, tuple(UOp(Ops.GEP, lanes[i0].dtype, (whole,), n - 1 - i) for i in range(n)))
     return None
 

@@ -13,7 +13,6 @@ from tg.sorted_scatter import SortedTakeGrad, empty_value, segment_reduce, segme
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
-
 def _flat_shape(args) -> tuple:
   return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
 
@@ -286,8 +285,8 @@ class MovementMixin:
     if reduce == "replace": return hit.where(combined, self)
     if reduce == "sum": return combined + self if include_self else hit.where(combined, self)
     if reduce == "mean":
-      summed, n = (combined + self, count + 1) if include_self else (combined, count)
-      return hit.where(summed / n if dtypes.is_float(self.dtype) else summed // n.cast(self.dtype), self)
+      summed, terms = (combined + self, count + 1) if include_self else (combined, count)
+      return hit.where(summed / terms if dtypes.is_float(self.dtype) else summed // terms.cast(self.dtype), self)
     if reduce == "prod": return combined * self if include_self else hit.where(combined, self)
     if include_self: combined = combined.maximum(self) if reduce == "amax" else combined.minimum(self)
     return hit.where(combined, self)

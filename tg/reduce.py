@@ -1,6 +1,6 @@
 """Reductions and what is built on them: sum/prod/max/min and statistics, arg-reductions, softmax, cumulative ops
-(over sliding windows, blocked for long axes), and sorting (a bitonic network of compare-exchange steps; the top k of
-a long axis by merging sorted blocks)."""
+(over sliding windows, blocked for long axes), and sorting (blocks sorted by rank, then a bitonic network of
+compare-exchange steps; the top k of a long axis narrowed to the groups that hold it, then by merging sorted blocks)."""
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
