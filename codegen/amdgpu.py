@@ -118,6 +118,7 @@ class _Kernel(_Function):
 
   # ---- exp2, log2 and sin: double precision has no instruction and LLVM no library to call; v_sin's error is absolute ----
   FUSED = "fma"
+  def fmax(self, a: str, b: str, t: str) -> str: return self.intrinsic("maximum", t, [a, b])  # v_max_f32 and its NaN rules
   def sin(self, x: str, dt: DType) -> str: return self.sin_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.in_float32(x, dt, self.sin_f32)
   def exp2(self, x: str, dt: DType) -> str: return self.exp2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("exp2", ltype(dt), [x])
   def log2(self, x: str, dt: DType) -> str: return self.log2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("log2", ltype(dt), [x])

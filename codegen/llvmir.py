@@ -300,7 +300,7 @@ class _Function:
     if op is Ops.TRUNC: return self.intrinsic("trunc", t, a) if is_float else a[0]
     if op is Ops.MULACC and is_float: return self.intrinsic("fmuladd", t, a)
     if op is Ops.MAX:
-      if is_float: return self.intrinsic("maximum", t, a)
+      if is_float: return self.fmax(a[0], a[1], t)
       cmp = self.op(f"icmp {'ugt' if unsigned else 'sgt'} {t} {a[0]}, {a[1]}")
       return self.op(f"select {with_scalar(t, 'i1')} {cmp}, {t} {a[0]}, {t} {a[1]}")
     if op in (Ops.IDIV, Ops.MOD) and not is_float: a[1] = self.safe_divisor(u, t, a, unsigned)
@@ -339,6 +339,13 @@ class _Function:
     is_min = self.op(f"icmp eq {t} {a[0]}, {imm(t, const_text(dtypes.min(u.src[0].dtype.scalar), u.src[0].dtype.scalar))}")
     both = self.op(f"and {bt} {minus1}, {is_min}")
     return self.op(f"select {bt} {both}, {t} {imm(t, '1')}, {t} {safe}")
+
+  def fmax(self, a: str, b: str, t: str) -> str:
+    """The greater of a and b, NaN where either is (PyTorch's order of equal zeros, not IEEE's: max(+0, -0) may be
+    -0): a NaN test, a compare and two selects, which x86 does in 3 instructions where llvm.maximum takes 6 (half a
+    row max's time)."""
+    greater = self.select(self.op(f"fcmp ogt {t} {a}, {b}"), t, a, b)  # b where either is NaN
+    return self.select(self.op(f"fcmp uno {t} {a}, {a}"), t, a, greater)
 
   # ---- exp2, log2 and sin from multiply-adds (codegen/exp2_log2.py, codegen/sine.py): LLVM makes its intrinsics libm calls lane by lane on CPUs ----
   FUSED = "fmuladd"  # fused where the target has the instruction: a CPU without FMA gets a multiply and an add, not libm's fmaf

@@ -667,6 +667,21 @@ def test_kaiming_glorot_uniform_bounds(shape):
   assert g.shape == shape and np.abs(g).max() <= g_bound and np.abs(g).max() > 0.9 * g_bound
   assert abs(g.mean()) < 0.1 * g_bound
 
+@ieee_math
+def test_max_and_maximum_propagate_nan_from_either_side():
+  """A NaN anywhere in a row (first, inside a vector, last, in a row of 1000 the kernel splits into chains) makes its
+  max and min NaN, and maximum/minimum NaN where either operand is, in either position, as PyTorch's."""
+  rng = np.random.default_rng(3)
+  a = rng.standard_normal((5, 1000)).astype(np.float32)
+  for row, col in ((0, 0), (1, 7), (2, 999), (3, 500)): a[row, col] = np.nan
+  np.testing.assert_array_equal(np.isnan(Tensor(a).max(1).numpy()), [True, True, True, True, False])
+  np.testing.assert_array_equal(np.isnan(Tensor(a).min(1).numpy()), [True, True, True, True, False])
+  np.testing.assert_array_equal(Tensor(a).max(1).numpy()[4], a[4].max())
+  b = rng.standard_normal((5, 1000)).astype(np.float32)
+  for x, y in ((a, b), (b, a)):
+    np.testing.assert_array_equal(Tensor(x).maximum(Tensor(y)).numpy(), np.maximum(x, y))
+    np.testing.assert_array_equal(Tensor(x).minimum(Tensor(y)).numpy(), np.minimum(x, y))
+
 @ARGMAX_INT64
 def test_argmax_argmin_point_at_the_first_nan():
   a = np.array([[1., np.nan, 3., np.nan], [4., 2., 0., 1.]], dtype=np.float32)
