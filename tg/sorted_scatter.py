@@ -66,7 +66,9 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str) ->
   if index.dtype.itemsize < key_dtype.itemsize: index = index.cast(key_dtype)  # room for n, which marks the indices out of range
   keys, order = ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
   vals = src._take(dim, order.expand(src.shape))
+  prefix_dtype = _prefix_dtype(src) if reduce == "sum" else None
   combine = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b), "amin": lambda a, b: a.minimum(b)}.get(reduce)
+  if prefix_dtype is not None: combine = None  # sums of runs are differences of one prefix sum instead
   shift = 1
   while combine is not None and shift < k:  # now each value combines the 2*shift values ending at it that share its index
     same = shifted(keys, shift, -1) == keys  # -1: before every key
@@ -81,8 +83,23 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str) ->
     end = ok.where(probe, end).contiguous()
     step //= 2
   count = end - shifted(end, 1, 0)
-  last = (end - 1).clip(0, k - 1).expand(*[n if a == dim else s for a, s in enumerate(src.shape)])
-  return (count > 0).where(vals._take(dim, last), empty_value(reduce, src.dtype)), count
+  out_shape = [n if a == dim else s for a, s in enumerate(src.shape)]
+  last = (end - 1).clip(0, k - 1).expand(*out_shape)
+  if prefix_dtype is not None:
+    prefix = vals.cast(prefix_dtype).cumsum(dim)
+    before = (end - count - 1).expand(*out_shape)  # the prefix before the run: -1 (a gather reads 0) for a run at the start
+    combined = (prefix._take(dim, last) - prefix._take(dim, before)).cast(src.dtype)
+  else: combined = vals._take(dim, last)
+  return (count > 0).where(combined, empty_value(reduce, src.dtype)), count
+
+def _prefix_dtype(src: Tensor):
+  """What a sum of runs can take as differences of one prefix sum in: integers in their own dtype (wrapping alike),
+  floats in float64 where the device holds it (the prefix's rounding, 2**-53 of its size, stays far below float32's
+  2**-24 of the run's); None: the runs are summed by the log-step scan."""
+  from drivers.device import Device
+  if dtypes.is_int(src.dtype): return src.dtype
+  devices = src.device if isinstance(src.device, tuple) else (src.device,)
+  return dtypes.float64 if dtypes.is_float(src.dtype) and not any(dtypes.float64 in Device[d].unsupported_dtypes for d in devices) else None
 
 def segment_sum(src: Tensor, index: Tensor, dim: int, n: int) -> tuple[Tensor, Tensor]:
   """segment_reduce's sum and count, the sum's gradient with respect to src a gather of the positions' gradients."""

@@ -333,6 +333,23 @@ def test_scatter_reduce_by_one_index_line(reduce, scatter_form):
   check_op(lambda x, i, s: x.scatter_reduce(0, i.reshape(22, 1).expand(22, 3), s, reduce, include_self=reduce != "replace"),
            lambda x, i, s: np_scatter_reduce(x, 0, index, s, reduce, reduce != "replace"), inputs=[x, line, src])
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_sorted_scatter_sums_runs_exactly(monkeypatch, dtype):
+  """Sums through the sorted indices, some runs thousands long: int32 exactly as numpy's add.at (wrapping alike),
+  float32 within a few ulp of the float64 sum (runs summed as differences of a float64 prefix sum where the device
+  holds float64, else by the log-step scan)."""
+  import tg.sorted_scatter
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
+  rng = np.random.default_rng(15)
+  index = np.concatenate([rng.integers(0, 50, 3000), np.full(5000, 7), np.full(2000, 49)]).astype(np.int32)
+  src = (rng.integers(-2**30, 2**30, (10000, 3)) if dtype == np.int32 else rng.standard_normal((10000, 3))).astype(dtype)
+  got = Tensor(np.zeros((50, 3), dtype)).scatter_reduce(0, Tensor(index).reshape(-1, 1).expand(-1, 3), Tensor(src), "sum").numpy()
+  want = np.zeros((50, 3), np.int32 if dtype == np.int32 else np.float64)
+  np.add.at(want, index, src)
+  if dtype == np.int32: np.testing.assert_array_equal(got, want)
+  else: np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)
+
 def widest_reduction(t: Tensor) -> int:
   """The most elements any of the kernels that compute t reduces into one output (1 where none reduces)."""
   widest = 1
