@@ -464,5 +464,13 @@ class MovementMixin:
     # integer tensors: a scatter into the flat tensor of the positions they pick (for repeated ones the last one wins)
     positions = type(self).arange(self.numel(), device=self.device).reshape(self.shape)
     chosen = positions[tuple(indices) if isinstance(indices, tuple) else indices]
-    value = value._broadcast_to(chosen.shape).cast(self.dtype).flatten()
-    self.assign(self.flatten().scatter_reduce(0, chosen.flatten(), value, "replace").reshape(self.shape)).realize()
+    value, chosen = value._broadcast_to(chosen.shape).cast(self.dtype).flatten(), chosen.flatten()
+    if sorted_scatter_index(chosen, 0, self.numel()) is None:
+      self.assign(self.flatten().scatter_reduce(0, chosen, value, "replace").reshape(self.shape)).realize()
+      return
+    # the index tensors were read to check them already: the positions are sorted here, not by a network on the device
+    picked = chosen.numpy()
+    order = np.argsort(picked, kind="stable").astype(np.int32)
+    ordered = (type(self)(picked[order], device=self.device), type(self)(order, device=self.device))
+    new, count = segment_reduce(value, chosen, 0, self.numel(), "replace", ordered)
+    self.assign((count > 0).where(new, self.flatten()).reshape(self.shape)).realize()

@@ -54,17 +54,18 @@ def empty_value(reduce: str, dtype) -> float | int:
     return big if reduce == "amin" else -big if dtypes.is_float(dtype) else dtypes.min(dtype)
   return 0
 
-def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str) -> tuple[Tensor, Tensor]:
+def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str, ordered: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
   """(combined, count): for each position j in [0, n) along `dim`, the `reduce` ("sum", "prod", "amax", "amin", or
   "replace": the last in order) of src's slices whose index is j, and how many there are; empty_value where none is.
   `index` has src's shape, or 1 on every axis but `dim` (one line of indices for every column); indices outside
-  [0, n) write nothing, as a gather reads 0 there. combined has src's shape with n at `dim`, count index's."""
+  [0, n) write nothing, as a gather reads 0 there. combined has src's shape with n at `dim`, count index's. `ordered`:
+  the index sorted along dim and the order that sorts it (stable), where the caller has them."""
   k = index.shape[dim]
   def shifted(t: Tensor, by: int, fill) -> Tensor:  # t moved `by` along dim, `fill` coming in at the front
     return t.shrink([(0, t.shape[dim] - by) if a == dim else None for a in range(t.ndim)]).pad([(by, 0) if a == dim else None for a in range(t.ndim)], value=fill)
   key_dtype = dtypes.int64 if n >= 2**31 else dtypes.int32  # 32-bit keys sort packed with their positions
   if index.dtype.itemsize < key_dtype.itemsize: index = index.cast(key_dtype)  # room for n, which marks the indices out of range
-  keys, order = ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
+  keys, order = ordered or ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
   vals = src._take(dim, order.expand(src.shape))
   prefix_dtype = _prefix_dtype(src) if reduce == "sum" else None
   combine = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b), "amin": lambda a, b: a.minimum(b)}.get(reduce)
