@@ -83,8 +83,16 @@ def test_movement_chains_read_what_numpy_reads(case):
   np.testing.assert_array_equal((t * 1).numpy(), ref, err_msg=f"{shape} {ops}")
   np.testing.assert_array_equal(t.contiguous().numpy(), ref, err_msg=f"{shape} {ops}")
 
+class IllConditioned(Exception):
+  """The expression's value moves by more than the tolerance under a rounding of its argument."""
+
+def np_sin(x):
+  # |x| up to e**(e**(e**2)): an argument 1e-13 off (a few float64 roundings through exps) moves sin by up to 1e-13 * |x|
+  if np.max(np.abs(x)) > 1e3: raise IllConditioned
+  return np.sin(x)
+
 UNARY = {"neg": (lambda x: -x, lambda x: -x), "exp": (lambda x: x.exp(), np.exp), "log1p_abs": (lambda x: (x.abs() + 1).log(), lambda x: np.log(np.abs(x) + 1)),
-         "sqrt_abs": (lambda x: x.abs().sqrt(), lambda x: np.sqrt(np.abs(x))), "sin": (lambda x: x.sin(), np.sin),
+         "sqrt_abs": (lambda x: x.abs().sqrt(), lambda x: np.sqrt(np.abs(x))), "sin": (lambda x: x.sin(), np_sin),
          "relu": (lambda x: x.relu(), lambda x: np.maximum(x, 0)), "sigmoid": (lambda x: x.sigmoid(), lambda x: 1 / (1 + np.exp(-x))),
          "tanh": (lambda x: x.tanh(), np.tanh), "square": (lambda x: x * x, lambda x: x * x)}
 BINARY = {"add": (lambda a, b: a + b, np.add), "sub": (lambda a, b: a - b, np.subtract), "mul": (lambda a, b: a * b, np.multiply),
@@ -116,7 +124,9 @@ def evaluate(expr, inputs, side: int):
 def test_elementwise_and_reduce_expressions_match_numpy_in_float64(expr, seed):
   rng = np.random.default_rng(seed)
   arrays = [rng.uniform(-2, 2, size=(3, 4)) for _ in range(2)]
-  with np.errstate(over="ignore"): ref = np.asarray(evaluate(expr, arrays, 1), dtype=np.float64)
+  try:
+    with np.errstate(over="ignore"): ref = np.asarray(evaluate(expr, arrays, 1), dtype=np.float64)
+  except IllConditioned: return  # sin of e**(e**x): the roundings on the way decide its value; nothing to compare
   if not np.all(np.isfinite(ref)): return  # exp of exp overflows on both sides; nothing to compare
   got = evaluate(expr, [Tensor(a, dtype=dtypes.float64) for a in arrays], 0)
   if not isinstance(got, Tensor): got = Tensor(got, dtype=dtypes.float64)
