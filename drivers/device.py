@@ -220,3 +220,7 @@ class _Device:
   def opened(self) -> list[str]: return list(self._opened)
 
 Device = _Device()
+
+def holds(device: str | tuple[str, ...], dtype: DType) -> bool:
+  """Whether the device (every one of a sharded tensor's devices) can hold dtype."""
+  return not any(dtype in Device[d].unsupported_dtypes for d in (device if isinstance(device, tuple) else (device,)))

@@ -4,7 +4,7 @@ compare-exchange steps; the top k of a long axis narrowed to the groups that hol
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
-from drivers.device import Device
+from drivers.device import holds
 from ir.dtype import DType, dtypes, to_dtype
 from ir.helpers import prod
 from ir.ops import Ops
@@ -233,8 +233,7 @@ def _items(x: Tensor, descending: bool, at: Tensor | None = None) -> tuple[Tenso
   bits = ~bits if descending else bits
   if at is None: at = type(x).arange(n, device=x.device, dtype=dtypes.int32)._broadcast_to(bits.shape)
   else: bits = (at < n).where(bits, dtypes.max(bits.dtype))
-  packed = bits.dtype == dtypes.uint32 and not any(dtypes.uint64 in Device[d].unsupported_dtypes for d in (x.device if isinstance(x.device, tuple) else (x.device,)))
-  return _pack(bits, at, packed)
+  return _pack(bits, at, bits.dtype == dtypes.uint32 and holds(x.device, dtypes.uint64))
 
 def _pack(bits: Tensor, index: Tensor, packed: bool) -> tuple[Tensor, ...]:
   return ((bits.cast(dtypes.uint64) << 32) | index.cast(dtypes.uint64),) if packed else (bits, index)

@@ -6,6 +6,7 @@ runs of one index by a log-step scan, and each position finds the end of its run
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from drivers.device import holds
 from ir.dtype import dtypes
 from ir.helpers import prod
 from ir.uop import all_int
@@ -67,9 +68,9 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str, or
   if index.dtype.itemsize < key_dtype.itemsize: index = index.cast(key_dtype)  # room for n, which marks the indices out of range
   keys, order = ordered or ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
   vals = src._take(dim, order.expand(src.shape))
-  prefix_dtype = _prefix_dtype(src) if reduce == "sum" else None
-  combine = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b), "amin": lambda a, b: a.minimum(b)}.get(reduce)
-  if prefix_dtype is not None: combine = None  # sums of runs are differences of one prefix sum instead
+  prefix_dtype = _prefix_dtype(src) if reduce == "sum" else None  # where set, sums of runs are differences of one prefix sum
+  combine = None if prefix_dtype is not None else {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b),
+                                                  "amin": lambda a, b: a.minimum(b)}.get(reduce)
   shift = 1
   while combine is not None and shift < k:  # now each value combines the 2*shift values ending at it that share its index
     same = shifted(keys, shift, -1) == keys  # -1: before every key
@@ -97,10 +98,8 @@ def _prefix_dtype(src: Tensor):
   """What a sum of runs can take as differences of one prefix sum in: integers in their own dtype (wrapping alike),
   floats in float64 where the device holds it (the prefix's rounding, 2**-53 of its size, stays far below float32's
   2**-24 of the run's); None: the runs are summed by the log-step scan."""
-  from drivers.device import Device
   if dtypes.is_int(src.dtype): return src.dtype
-  devices = src.device if isinstance(src.device, tuple) else (src.device,)
-  return dtypes.float64 if dtypes.is_float(src.dtype) and not any(dtypes.float64 in Device[d].unsupported_dtypes for d in devices) else None
+  return dtypes.float64 if dtypes.is_float(src.dtype) and holds(src.device, dtypes.float64) else None
 
 def segment_sum(src: Tensor, index: Tensor, dim: int, n: int) -> tuple[Tensor, Tensor]:
   """segment_reduce's sum and count, the sum's gradient with respect to src a gather of the positions' gradients."""
