@@ -1,8 +1,9 @@
 """Scatters through sorted indices: for k indices writing into n positions, the sum (product, max, min, or last value)
 of what each position receives, in O((k + n) log k) work where the one-hot form (every index compared with every
-position) costs k * n. The indices are sorted along their axis, the values taken in that order are combined within
-runs of one index by a log-step scan, and each position finds the end of its run by binary search. scatter_reduce,
-[] = with tensor indices and a gather's gradient take this form where the one-hot one would be big."""
+position) costs k * n. The indices are sorted along their axis, each position finds the end of its run of equal
+indices by binary search, and the values taken in sorted order are combined within runs: sums as differences of one
+prefix sum, the other reductions by a log-step scan, the last value as it is. scatter_reduce, [] = with tensor indices
+and a gather's gradient take this form where the one-hot one would be big."""
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
