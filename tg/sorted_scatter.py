@@ -1,13 +1,12 @@
 """Scatters through sorted indices: for k indices writing into n positions, the sum (product, max, min, or last value)
 of what each position receives, in O((k + n) log k) work where the one-hot form (every index compared with every
 position) costs k * n. The indices are sorted along their axis, each position finds the end of its run of equal
-indices by binary search, and the values taken in sorted order are combined within runs: sums as differences of one
-prefix sum, the other reductions by a log-step scan, the last value as it is. scatter_reduce, [] = with tensor indices
-and a gather's gradient take this form where the one-hot one would be big."""
+indices by binary search, and the values taken in sorted order are combined within runs by a log-step scan (the last
+value is taken as it is). scatter_reduce, [] = with tensor indices and a gather's gradient take this form where the
+one-hot one would be big."""
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from drivers.device import holds
 from ir.dtype import dtypes
 from ir.helpers import prod
 from ir.uop import all_int
@@ -70,9 +69,7 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str, or
   if index.dtype.itemsize < key_dtype.itemsize: index = index.cast(key_dtype)  # room for n, which marks the indices out of range
   keys, order = ordered or ((index >= 0) & (index < n)).where(index, n).cast(key_dtype).sort(dim)  # an index that writes nowhere sorts last
   vals = src._take(dim, order.expand(src.shape))
-  prefix_dtype = _prefix_dtype(src) if reduce == "sum" else None  # where set, sums of runs are differences of one prefix sum
-  combine = None if prefix_dtype is not None else {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b),
-                                                  "amin": lambda a, b: a.minimum(b)}.get(reduce)
+  combine = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "amax": lambda a, b: a.maximum(b), "amin": lambda a, b: a.minimum(b)}.get(reduce)
   shift = 1
   while combine is not None and shift < k:  # now each value combines the 2*shift values ending at it that share its index
     same = shifted(keys, shift, -1) == keys  # -1: before every key
@@ -87,21 +84,8 @@ def segment_reduce(src: Tensor, index: Tensor, dim: int, n: int, reduce: str, or
     end = ok.where(probe, end).contiguous()
     step //= 2
   count = end - shifted(end, 1, 0)
-  out_shape = [n if a == dim else s for a, s in enumerate(src.shape)]
-  last = (end - 1).clip(0, k - 1).expand(*out_shape)
-  if prefix_dtype is not None:
-    prefix = vals.cast(prefix_dtype).cumsum(dim)
-    before = (end - count - 1).expand(*out_shape)  # the prefix before the run: -1 (a gather reads 0) for a run at the start
-    combined = (prefix._take(dim, last) - prefix._take(dim, before)).cast(src.dtype)
-  else: combined = vals._take(dim, last)
-  return (count > 0).where(combined, empty_value(reduce, src.dtype)), count
-
-def _prefix_dtype(src: Tensor):
-  """What a sum of runs can take as differences of one prefix sum in: integers in their own dtype (wrapping alike),
-  floats in float64 where the device holds it (the prefix's rounding, 2**-53 of its size, stays far below float32's
-  2**-24 of the run's); None: the runs are summed by the log-step scan."""
-  if dtypes.is_int(src.dtype): return src.dtype
-  return dtypes.float64 if dtypes.is_float(src.dtype) and holds(src.device, dtypes.float64) else None
+  last = (end - 1).clip(0, k - 1).expand(*[n if a == dim else s for a, s in enumerate(src.shape)])
+  return (count > 0).where(vals._take(dim, last), empty_value(reduce, src.dtype)), count
 
 def segment_sum(src: Tensor, index: Tensor, dim: int, n: int) -> tuple[Tensor, Tensor]:
   """segment_reduce's sum and count, the sum's gradient with respect to src a gather of the positions' gradients."""

@@ -336,8 +336,7 @@ def test_scatter_reduce_by_one_index_line(reduce, scatter_form):
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
 def test_sorted_scatter_sums_runs_exactly(monkeypatch, dtype):
   """Sums through the sorted indices, some runs thousands long: int32 exactly as numpy's add.at (wrapping alike),
-  float32 within a few ulp of the float64 sum (runs summed as differences of a float64 prefix sum where the device
-  holds float64, else by the log-step scan)."""
+  float32 within a few ulp of the float64 sum."""
   import tg.sorted_scatter
   monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
   monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
