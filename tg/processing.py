@@ -461,12 +461,10 @@ def _resized_by_a_whole_factor(x: Tensor, dim: int, out: int, mode: str) -> Tens
   ends are the end pixels (a replicate pad)."""
   n = x.shape[dim]
   if not isinstance(n, int) or n == 0 or out == 0: return None
-  grouped = lambda t, s: t.reshape(*x.shape[:dim], -1, s, *x.shape[dim + 1:])  # (.., n, s, ..) or (.., out, s, ..)
-  at = lambda t, j: t.shrink([(j, j + 1) if a == dim + 1 else None for a in range(t.ndim)]).squeeze(dim + 1)
   if out == n: return x
   if out % n == 0:
     s = out // n
-    if mode.startswith("nearest"): return x.unsqueeze(dim + 1).expand(*x.shape[:dim + 1], s, *x.shape[dim + 1:]).reshape(*x.shape[:dim], out, *x.shape[dim + 1:])
+    if mode.startswith("nearest"): return x.repeat_interleave(s, dim)
     ends = x.pad([(1, 1) if a == dim else None for a in range(x.ndim)], mode="replicate")
     shifted = lambda d: ends.shrink([(1 + d, 1 + d + n) if a == dim else None for a in range(x.ndim)])  # x[i + d], ends repeated
     phases = []
@@ -474,10 +472,11 @@ def _resized_by_a_whole_factor(x: Tensor, dim: int, out: int, mode: str) -> Tens
       src = (r + 0.5) / s - 0.5
       d = math.floor(src)
       phases.append(shifted(d) if src == d else shifted(d) * (1 - (src - d)) + shifted(d + 1) * (src - d))
-    return type(x).stack(*phases, dim=dim + 1).reshape(*x.shape[:dim], out, *x.shape[dim + 1:])
+    return type(x).stack(*phases, dim=dim + 1).flatten(dim, dim + 1)
   if n % out == 0:
-    s, blocks = n // out, grouped(x, n // out)
-    if mode == "nearest": return at(blocks, 0)
-    if mode == "nearest-exact" or s % 2: return at(blocks, s // 2)
-    return at(blocks, s // 2 - 1) * 0.5 + at(blocks, s // 2) * 0.5
+    s = n // out
+    every = lambda j: x[(slice(None),) * dim + (slice(j, n, s),)]  # the inputs at j, j + s, j + 2s, ...
+    if mode == "nearest": return every(0)
+    if mode == "nearest-exact" or s % 2: return every(s // 2)
+    return every(s // 2 - 1) * 0.5 + every(s // 2) * 0.5
   return None
