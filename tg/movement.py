@@ -13,6 +13,10 @@ from tg.sorted_scatter import SortedTakeGrad, empty_value, segment_reduce, segme
 
 if TYPE_CHECKING: from tg.tensor import Tensor
 
+def _from_the_end(index: Tensor, n) -> Tensor:
+  """index with its negative values counted from the end of an axis of n (unsigned ones have none)."""
+  return index if dtypes.is_unsigned(index.dtype) else (index < 0).where(index + n, index)
+
 def _flat_shape(args) -> tuple:
   return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else tuple(args)
 
@@ -233,7 +237,7 @@ class MovementMixin:
   # ---------------- selection with index tensors ----------------
   def _onehot(self, n: int, axis_after: int = -1) -> Tensor:
     """(self[..., None] == arange(n)): a bool mask with the class axis last; negative indices wrap."""
-    idx = (self < 0).where(self + n, self) if not dtypes.is_unsigned(self.dtype) else self
+    idx = _from_the_end(self, n)
     return idx.unsqueeze(-1) == type(self).arange(n, device=self.device, dtype=idx.dtype)
   def one_hot(self, num_classes: int = -1) -> Tensor:
     if not dtypes.is_int(self.dtype): raise TypeError(f"one_hot needs an integer tensor, got {self.dtype}")
@@ -247,7 +251,7 @@ class MovementMixin:
     if not dtypes.is_int(index.dtype): raise RuntimeError(f"gather index must be an integer tensor, got {index.dtype}")
     x = self.shrink([None if j == d else (0, i) for j, i in enumerate(index.shape)])
     n = self.shape[d]
-    return x._take(d, (index < 0).where(index + n, index) if not dtypes.is_unsigned(index.dtype) else index)
+    return x._take(d, _from_the_end(index, n))
   def _take(self, dim: int, index: Tensor) -> Tensor:
     """The gather primitive: index has self's shape except at `dim`; indices outside [0, n) read 0. Where summing the
     gradient over every (index, position) pair would cost more than sorting the indices, it is summed through the
@@ -273,14 +277,13 @@ class MovementMixin:
     src_t = src if isinstance(src, type(self)) else type(self).full(index.shape, src, dtype=self.dtype, device=self.device)
     src_t = src_t.shrink([(0, s) for s in index.shape]).cast(self.dtype)
     n = self.shape[d]
-    wrapped = lambda t: t if dtypes.is_unsigned(t.dtype) else (t < 0).where(t + n, t)
     pads = [None if j == d else (0, s - i) for j, (i, s) in enumerate(zip(index.shape, self.shape))]
     if (keyed := sorted_scatter_index(index, d, n)) is not None:
-      keyed = wrapped(keyed)
+      keyed = _from_the_end(keyed, n)
       combined, count = segment_sum(src_t, keyed, d, n) if reduce in ("sum", "mean") else segment_reduce(src_t, keyed, d, n, reduce)
       combined = combined.pad(pads, value=empty_value(reduce, self.dtype))
       count = count.expand(*[n if j == d else s for j, s in enumerate(index.shape)]).pad(pads)
-    else: combined, count = self._scatter_onehot(d, wrapped(index), src_t.pad(pads), reduce, pads)
+    else: combined, count = self._scatter_onehot(d, _from_the_end(index, n), src_t.pad(pads), reduce, pads)
     hit = count > 0
     if reduce == "replace": return hit.where(combined, self)
     if reduce == "sum": return combined + self if include_self else hit.where(combined, self)
@@ -431,7 +434,7 @@ class MovementMixin:
     flat, inside = None, None
     for (d, t), n, stride in zip(tensors, sizes, [prod(sizes[k + 1:]) for k in range(len(sizes))]):
       t = t._broadcast_to(bshape).cast(dtypes.int64 if prod(sizes) >= 2**31 else dtypes.int32)
-      t = (t < 0).where(t + n, t)
+      t = _from_the_end(t, n)
       ok = (t >= 0) & (t < n)
       flat, inside = (t * stride, ok) if flat is None else (flat + t * stride, inside & ok)
     flat = inside.where(flat, -1)  # a bad index in any dim reads 0
