@@ -264,13 +264,17 @@ def np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
     elif reduce == "replace": out[target] = vals[-1] if not include_self else vals[-2]
   return out
 
-@pytest.fixture(params=["one-hot", "sorted"])
-def scatter_form(request, monkeypatch):
-  """Each scatter test runs through one-hot masks (these sizes' own choice) and through sorted indices (forced)."""
+@pytest.fixture
+def sorted_scatters(monkeypatch):
+  """Every scatter (and gather gradient) goes through sorted indices, however small."""
   import tg.sorted_scatter
-  if request.param == "sorted":
-    monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
-    monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
+  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
+
+@pytest.fixture(params=["one-hot", "sorted"])
+def scatter_form(request):
+  """Each scatter test runs through one-hot masks (these sizes' own choice) and through sorted indices (forced)."""
+  if request.param == "sorted": request.getfixturevalue("sorted_scatters")
   return request.param
 
 @NUMPY_INDICES
@@ -334,12 +338,9 @@ def test_scatter_reduce_by_one_index_line(reduce, scatter_form):
            lambda x, i, s: np_scatter_reduce(x, 0, index, s, reduce, reduce != "replace"), inputs=[x, line, src])
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
-def test_sorted_scatter_sums_runs_exactly(monkeypatch, dtype):
+def test_sorted_scatter_sums_runs_exactly(sorted_scatters, dtype):
   """Sums through the sorted indices, some runs thousands long: int32 exactly as numpy's add.at (wrapping alike),
   float32 within a few ulp of the float64 sum."""
-  import tg.sorted_scatter
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
   rng = np.random.default_rng(15)
   index = np.concatenate([rng.integers(0, 50, 3000), np.full(5000, 7), np.full(2000, 49)]).astype(np.int32)
   src = (rng.integers(-2**30, 2**30, (10000, 3)) if dtype == np.int32 else rng.standard_normal((10000, 3))).astype(dtype)
@@ -814,12 +815,9 @@ def test_getitem_gradient_mixed():
   check_op(lambda a: a[..., (0, 3, 0)], lambda a: a[..., [0, 3, 0]], [(2, 4)])
 
 @pytest.mark.parametrize("n,k,dim", [(50, 37, 0), (7, 100, 0), (1000, 1, 0), (40, 64, 1), (5, 3, 1)], ids=str)
-def test_gather_gradient_through_sorted_indices(monkeypatch, n, k, dim):
+def test_gather_gradient_through_sorted_indices(sorted_scatters, n, k, dim):
   """The gradient of x[idx] (an index along one axis only) summed through the sorted indices equals numpy's add.at,
   with indices repeated, negative and in runs longer than the scan's steps; the one-hot form is forced off."""
-  import tg.sorted_scatter
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
   rng = np.random.default_rng(n + k)
   shape = (n, 3) if dim == 0 else (2, n, 3)
   x = Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
@@ -833,13 +831,10 @@ def test_gather_gradient_through_sorted_indices(monkeypatch, n, k, dim):
   np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
-def test_gather_gradient_of_an_index_per_column_through_sorted_indices(monkeypatch, dtype):
+def test_gather_gradient_of_an_index_per_column_through_sorted_indices(sorted_scatters, dtype):
   """torch.gather's gradient with each row's own indices (sorted row by row), the one-hot form forced off; int64 and
   uint8 indices become 32-bit keys."""
-  import tg.sorted_scatter
   skip_refused(dtype)
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_SCATTER_MIN", 1)
-  monkeypatch.setattr(tg.sorted_scatter, "SORTED_STEP_TERMS", 0)
   rng = np.random.default_rng(14)
   x = Tensor(rng.standard_normal((5, 7)).astype(np.float32), requires_grad=True)
   idx = rng.integers(0 if dtype == np.uint8 else -7, 7, (5, 9)).astype(dtype)
