@@ -17,6 +17,9 @@ TILE_SLACK = 1.05       # register tiles whose costs are within this factor are 
 LANES_IN_FLIGHT = 16    # accumulator lanes a reduction keeps in flight: enough to hide an add's latency
 LONG_CHAIN = 100        # adds into one accumulator from which that matters (a BN statistic's 3200: 5.2 -> 3.6 ms; max over rows of 250: 0.7-1.0 -> 0.24-0.32 ms)
 MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besides the vector lanes)
+LONG_UNROLLED = 256     # a CPU reduction this long is unrolled by 4, not 2: half the loop's own instructions, which share
+                        # ports with the FMAs (a matmul's 8x32 tile: 512 squared 446 -> 463 GFLOPS, 1024 463 -> 467); shorter
+                        # ones stay at 2, as lowering a body twice as large costs time (a cold MNIST step took 0.1 s longer)
 CACHE_BUDGET = 512 * 1024  # bytes of re-read data a cache block may hold (an L2 cache)
 PAGE_BYTES = 4096       # hardware prefetchers follow a stream within a page, and addresses a page apart share an L1 set
 TRANSPOSE_BLOCK = 8     # rows a transposing copy reads side by side (a matmul's 1024x1024 B packed into panels: 35 -> 60 GB/s)
@@ -114,11 +117,13 @@ def _tiles(k: Kernel, axes: list[int], budget: int):
     if k.full_shape[first] % amt == 0:
       for tile in _tiles(k, rest, budget // amt): yield {first: amt, **tile}
 
-def _unrolled_steps(size: int, slides: bool) -> int:
+def _unrolled_steps(k: Kernel, size: int, slides: bool) -> int:
   """How many steps of an innermost reduction of `size` go into one loop iteration (step 4): all of a short one, else 4
-  or 2 when the register tile slides along it, else 2 (1 when neither divides it)."""
+  or 2 when the register tile slides along it (each step then loads only the values entering the window) or a CPU
+  kernel's reduction is LONG_UNROLLED steps or more, else 2 (1 when neither divides it)."""
   if size <= MAX_UNROLL: return size
-  return next((d for d in ((4, 2) if slides else (2,)) if size % d == 0), 1)
+  by_four = slides or (k.splits_across_cores and size >= LONG_UNROLLED)
+  return next((d for d in ((4, 2) if by_four else (2,)) if size % d == 0), 1)
 
 def _tile_model(k: Kernel, lanes: int):
   """A function that estimates, for a register tile, (cost, registers): the cost of one reduction step per vector
@@ -151,7 +156,7 @@ def _tile_model(k: Kernel, lanes: int):
         values.append(prod(tile.values()) / lanes)
         continue
       slides = [a for a in tile if inner is not None and strides[a] and strides[a] == strides[inner]]
-      unrolled = _unrolled_steps(k.full_shape[inner], bool(slides)) if inner is not None and isinstance(k.full_shape[inner], int) else 1
+      unrolled = _unrolled_steps(k, k.full_shape[inner], bool(slides)) if inner is not None and isinstance(k.full_shape[inner], int) else 1
       instructions, live, lines = 1.0, 1.0, 1.0
       for a, n in tile.items():
         if strides[a] == 0: continue
@@ -280,13 +285,12 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
 
   if k.has_local: _workgroup(k, try_opt, WORKGROUP_THREADS)
 
-  # 4. unroll the innermost non-vector reduction: whole when it is short, else by 2, or by 4 when the register tile
-  # slides along it (each step then loads only the values entering the window)
+  # 4. unroll the innermost non-vector reduction: whole when it is short, else by 4 or 2 (_unrolled_steps)
   reduces = [a for a in k.axes_of(AxisType.REDUCE) if isinstance(k.full_shape[a], int)]
   if reduces:
     a = reduces[-1]
     size = k.full_shape[a]
-    steps = _unrolled_steps(size, any(_window_reuse(k, u) for u in k.axes_of(AxisType.UPCAST)))
+    steps = _unrolled_steps(k, size, any(_window_reuse(k, u) for u in k.axes_of(AxisType.UPCAST)))
     if steps == size: try_opt(Opt(OptOps.UNROLL, a, 0))
     elif steps > 1: try_opt(Opt(OptOps.UNROLL, a, steps))
   return applied

@@ -88,7 +88,9 @@ def _channel_lanes(weight: Tensor, cout_per_group: int) -> bool:
   return bool(lanes := _cpu_lanes(weight)) and cout_per_group % lanes == 0
 
 PANEL_MIN = 256  # matmuls with k and m at least this big read their right operand through packed panels
-PANEL_MIN_BYTES = 512 * 1024  # ... when it is larger than an L2 cache holds next to the rest (256x256 floats run 7% faster unpacked)
+PANEL_MIN_BYTES = 768 * 768 * 4  # ... when it is larger than this (about what an L2 cache holds): up to here, reading w
+# in place ran 4-10% faster than packing plus the packed product (384-768 squared); at 1024 and 1536 squared, whose rows
+# of w are 4 and 6 KiB apart and share few cache sets, it ran at 40% of the packed speed
 
 def _panel_width(x: Tensor, w: Tensor) -> int:
   """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU)."""

@@ -33,11 +33,12 @@ def test_matmul_bias_relu_is_one_kernel():
   np.testing.assert_allclose(out.numpy(), np.maximum(x.numpy() @ w.numpy() + bias.numpy(), 0), rtol=1e-5, atol=1e-5)
 
 def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
-  """On the CPU, packing w into column panels (a copy kernel) pays once w is larger than PANEL_MIN_BYTES (512 KiB): 256x256
-  floats (256 KiB) are read in place, 512x512 (1 MiB) through panels. Both equal numpy."""
-  for n, expected in ((256, 1), (512, 2)):
-    x, w = (Tensor(np.random.default_rng(k).standard_normal((n, n)).astype(np.float32), device="CPU").realize() for k in (0, 1))
-    assert kernels(x @ w) == expected, n
+  """On the CPU, packing w into column panels (a copy kernel) pays once w is larger than PANEL_MIN_BYTES (2.25 MiB): a
+  768x768 w (2.25 MiB) is read in place, a 1024x768 one (3 MiB) through panels. Both equal numpy."""
+  rng = np.random.default_rng(0)
+  for k, expected in ((768, 1), (1024, 2)):
+    x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((32, k), (k, 768)))
+    assert kernels(x @ w) == expected, k
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
 def test_a_cpu_matmul_copies_a_transposed_right_operand_with_a_short_reduce_axis():
