@@ -132,9 +132,9 @@ class HWQueue:
 
 class SoftwareEngine:
   """One engine: runs submitted command lists in order, on a worker thread of its own, or at once on the submitter's
-  thread when the engine is idle and the list waits for nothing unmet (handing a list to another thread and back
-  costs about 10 us, as much as a small kernel). The queue of pending submissions is bounded, so a submitter waits for
-  space instead of overwriting."""
+  thread when the engine is idle, up to the list's first wait not met yet (handing a list to another thread and back
+  costs about 10 us, as much as a small kernel); its own thread goes on from that wait. The queue of pending
+  submissions is bounded, so a submitter waits for space instead of overwriting."""
   def __init__(self, dev: HCQCompiled, name: str, depth: int = 256):
     self.dev, self.name = dev, name
     self.pending: queue.Queue = queue.Queue(maxsize=depth)
@@ -143,9 +143,12 @@ class SoftwareEngine:
     threading.Thread(target=self._loop, name=f"tg-{dev.device}-{name}", daemon=True).start()
     atexit.register(self.drain)  # a kernel still running while the interpreter frees its buffers would crash it
   def submit(self, words: list[Any]) -> None:
-    if _waits_met(words) and self.running.acquire(blocking=False):
+    if self.running.acquire(blocking=False):
       try:
-        if not self.pending.unfinished_tasks: return self._run_reporting(words)
+        if not self.pending.unfinished_tasks:
+          # the rest, from a wait not met yet, is queued before the engine is let go, so no later list can run before it
+          if (at := self._run_reporting(words, inline=True)) < len(words): self.pending.put(words[at:])
+          return
       finally: self.running.release()
     self.pending.put(words)
   def busy(self, seen: frozenset) -> bool:
@@ -168,17 +171,21 @@ class SoftwareEngine:
       try:
         with self.running: self._run_reporting(words)
       finally: self.pending.task_done()
-  def _run_reporting(self, words: list[Any]) -> None:
-    try: self._run(words)
+  def _run_reporting(self, words: list[Any], inline: bool = False) -> int:
+    try: return self._run(words, inline)
     except BaseException as e:  # a failed (or interrupted) command list stops here; the device reports it at its next synchronize
       self.dev.error = f"{self.dev.device} {self.name} engine: {type(e).__name__}: {e}"
       if not isinstance(e, Exception): raise  # Ctrl-C during a list run on the submitter's thread still stops it
-  def _run(self, words: list[Any]) -> None:
+      return len(words)
+  def _run(self, words: list[Any], inline: bool = False) -> int:
+    """Run the commands; returns len(words), or, `inline` (on a submitter's thread, which must not block), the index
+    of the first wait not met yet, where the engine's own thread is to go on."""
     i = 0
     while i < len(words):
       cmd = words[i]
       if cmd == "wait":
         if words[i + 1].value < words[i + 2]:
+          if inline: return i
           self.blocked = (words[i + 1], words[i + 2])
           try: words[i + 1].wait(words[i + 2], timeout_ms=math.inf)  # as a GPU's engine, it waits for good: synchronize is what times out
           finally: self.blocked = None
@@ -202,10 +209,7 @@ class SoftwareEngine:
         i += 4
       elif cmd == "barrier": i += 1
       else: raise RuntimeError(f"unknown command {cmd!r} at word {i}")
-
-def _waits_met(words: list[Any]) -> bool:
-  """Whether every wait command of a list is met already (command names are the only strings among the words)."""
-  return all(words[i + 1].value >= words[i + 2] for i, w in enumerate(words) if type(w) is str and w == "wait")
+    return i
 
 class SoftwareQueue(HWQueue):
   """Commands as Python words for a SoftwareEngine: ("exec", program, n, *args, global, local), ("copy", dst, src, n)..."""

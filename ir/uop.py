@@ -261,6 +261,7 @@ def _evaluation_order(u: UOp) -> list[UOp]: return u.toposort()  # the same expr
 
 def sym_infer(u: UOp, var_vals: dict[str, int]) -> int:
   """Evaluate an integer expression with concrete values for its Variables."""
+  if u.op is Ops.DEFINE_VAR: return var_vals[u.arg[0]]  # a bare Variable (a queue's patched word, on every JIT replay)
   vals: dict[UOp, Any] = {}
   for n in _evaluation_order(u):
     if n.op is Ops.CONST: vals[n] = n.arg

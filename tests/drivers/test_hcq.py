@@ -141,6 +141,22 @@ def test_lists_that_wait_or_queue_behind_others_run_in_order_on_the_engines_thre
   assert log == [(k, f"tg-{name}-compute") for k in range(3)]
 
 @pytest.mark.parametrize("name", SOFTWARE)
+def test_a_list_runs_here_up_to_its_first_unmet_wait_and_on_the_engines_thread_from_there(name):
+  """An idle engine runs a list on the submitter's thread until a wait that isn't met; the rest, and lists submitted
+  after it, run in order on the engine's thread once the wait is met."""
+  dev, log = Device[name], []
+  dev.synchronize()
+  gate, here = dev.new_signal("gate"), threading.current_thread().name
+  q = dev.compute_queue().exec(Recorder(log, 0), [], (1, 1, 1), (1, 1, 1)).wait(gate, 1)
+  q.exec(Recorder(log, 1), [], (1, 1, 1), (1, 1, 1)).submit(dev)
+  dev.compute_queue().exec(Recorder(log, 2), [], (1, 1, 1), (1, 1, 1)).submit(dev)
+  try: assert log == [(0, here)], "the submitter ran the command before the wait, and nothing after it"
+  finally: gate.value = 1  # (a failure leaves the engine free for the tests after it)
+  dev.compute_queue().signal(dev.timeline_signal, dev.next_timeline()).submit(dev)
+  dev.synchronize()
+  assert log == [(0, here), (1, f"tg-{name}-compute"), (2, f"tg-{name}-compute")]
+
+@pytest.mark.parametrize("name", SOFTWARE)
 def test_an_interrupt_during_a_list_on_the_submitters_thread_reaches_it_and_the_device_goes_on(name):
   class Interrupted:
     def execute(self, args, global_size, local_size): raise KeyboardInterrupt
