@@ -1,9 +1,9 @@
 """The JIT's dispatch overhead: a TinyJit function of 100 tiny dependent kernels (one element each, so the kernels
 themselves cost next to nothing), replayed; prints microseconds per kernel for the replay as a whole (waiting for
-the device) and for the host's share (submitting only), on the default device, next to an eager run of the same
+the device) and for the host's share (submitting only), on the default device, next to a TinyJit function of one
+such kernel (the whole cost of a call: checking the inputs, submitting, waiting) and an eager run of the same
 kernels (one realize for all, and a realize per kernel, alone and with LIVE other realized tensors alive, as a
-model's weights are). Switches: KERNELS (default
-100), REPLAYS (default 50), LIVE (default 10000)."""
+model's weights are). Switches: KERNELS (default 100), REPLAYS (default 50), LIVE (default 10000)."""
 from __future__ import annotations
 import os, statistics, time
 import numpy as np
@@ -33,6 +33,15 @@ if __name__ == "__main__":
     done = time.perf_counter()
     host.append(submitted - st)
     whole.append(done - st)
+  single = TinyJit(lambda x: chain(x, 1).realize())
+  for _ in range(3): single(x)
+  dev.synchronize()
+  calls = []
+  for _ in range(replays * 40):
+    st = time.perf_counter()
+    single(x)
+    dev.synchronize()
+    calls.append(time.perf_counter() - st)
   def eager_run(realize_each: bool) -> float:
     """Median seconds of 5 eager runs of the chain."""
     times = []
@@ -49,6 +58,7 @@ if __name__ == "__main__":
   print(f"{'':32s} {'us/kernel':>10s}")
   print(f"{'JIT replay, to done':32s} {statistics.median(whole) / n * 1e6:10.2f}")
   print(f"{'JIT replay, host only':32s} {statistics.median(host) / n * 1e6:10.2f}")
+  print(f"{'one-kernel JIT call, to done':32s} {statistics.median(calls) * 1e6:10.2f}")
   print(f"{'eager (no JIT)':32s} {eager / n * 1e6:10.2f}")
   print(f"{'eager, realize per kernel':32s} {eager_each / n * 1e6:10.2f}")
   print(f"{f'  the same, {len(held)} tensors live':32s} {eager_each_held / n * 1e6:10.2f}")
