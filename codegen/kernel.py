@@ -94,6 +94,7 @@ class Kernel:
     self.vector_axis: int | None = None  # the upcast or unrolled axis computed as vector lanes (None: the innermost upcast)
     self.has_local = bool(getattr(renderer, "has_local", False))
     self.splits_across_cores = bool(getattr(renderer, "splits_across_cores", False))
+    self.cores = int(getattr(renderer, "cores", 1))
     self.tensor_cores: tuple[TensorCore, ...] = tuple(getattr(renderer, "tensor_cores", ()))
     self.tensor_core: TensorCore | None = None   # set by TC, with the operand subtrees (A: m x k, B: k x n)
     self.tc_operands: tuple[UOp, UOp] = ()

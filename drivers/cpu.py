@@ -46,7 +46,14 @@ class CPUProgram(HCQProgram):
     if threads == 1: self.entry(self.argv.pointer, 0, n)
     else:
       pool, work = self.dev.pool(threads), n * self.work_per_iteration
-      pool.run(self.entry_address, self.argv.address, n, min(n, threads * CHUNKS_PER_THREAD), wake=work >= WAKE_WORK)
+      pool.run(self.entry_address, self.argv.address, n, chunk_count(n, threads), wake=work >= WAKE_WORK)
+
+def chunk_count(n: int, threads: int) -> int:
+  """How many chunks `threads` share n outer iterations in: the most, up to CHUNKS_PER_THREAD a thread, that are all
+  alike and come out even over the threads, else that many (a thread whose chunks hold one iteration more runs that
+  much longer: a 1536 matmul's 12 blocks of B panels in 8 chunks ran at 411 GFLOPS, in 6 at 470)."""
+  most = min(n, threads * CHUNKS_PER_THREAD)
+  return next((c for c in range(most, 0, -1) if n % c == 0 and c % threads == 0), most)
 
 def _word(a) -> int:
   """A kernel argument as the integer the call passes: a buffer's address, or the value itself."""
@@ -132,7 +139,7 @@ class CPUDevice(HCQCompiled):
     self._pool: CorePool | None = None
     try: compiler = LLVMCompiler(isa, cpu, features, runs_here=True)
     except ValueError as e: raise SwitchError(f"DEV='{DEV!r}': {e}") from None
-    super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features), compiler, self._program, CPUQueue, SoftwareCopyQueue)
+    super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features, NUM_CPU_THREADS.value), compiler, self._program, CPUQueue, SoftwareCopyQueue)
     self.engines = {"compute": SoftwareEngine(self, "compute"), "copy": SoftwareEngine(self, "copy")}
 
   def _program(self, name: str, lib: bytes, spec: ProgramSpec) -> CPUProgram: return CPUProgram(self, name, lib, spec)

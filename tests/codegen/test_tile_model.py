@@ -77,15 +77,25 @@ def test_the_smallest_tile_within_the_slack_of_the_cheapest_is_made():
   assert model({0: 2})[0] <= TILE_SLACK * model({0: 16})[0] < model({0: 1})[0]
 
 def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
-  """4096 x 4096: one 2-panel block of b is 4 bytes x 4096 steps x 32 columns = 512 KiB, the whole CACHE_BUDGET, so
+  """8192 x 8192: one 2-panel block of b is 4 bytes x 8192 steps x 32 columns = 1 MiB, the whole CACHE_BUDGET, so
   blocks of one panel pair each stay in cache while every row reads them: the panel axis (axis 2 once the
-  8-row tile is split off) becomes the outermost loop, whole. 2048: two panel pairs fit, in blocks of 2."""
-  assert CACHE_BUDGET == 4 * 4096 * 32
-  for n, thread in ((4096, Opt(OptOps.THREAD, 2, 0)), (2048, Opt(OptOps.THREAD, 2, 2))):
+  8-row tile is split off) becomes the outermost loop, whole. 4096: two panel pairs fit, in blocks of 2."""
+  assert CACHE_BUDGET == 4 * 8192 * 32
+  for n, thread in ((8192, Opt(OptOps.THREAD, 2, 0)), (4096, Opt(OptOps.THREAD, 2, 2))):
     k = packed_matmul_kernel(n, 16)
     opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
     assert [o for o in opts if o.op is OptOps.THREAD] == [thread], n
     assert k.full_shape[0] == n // 32 // max(thread.amt, 1), (n, k.full_shape)
+
+def test_cache_blocks_come_in_a_count_that_the_cores_share_evenly():
+  """A 896 matmul's b panels (28 pairs under its 14x2 tile, 114 KiB each) fit the cache budget in blocks of up to 8
+  pairs. Blocks of 7 make 4 blocks, which 1, 2 or 4 cores share evenly; blocks of 4 would make 7, one core's share a
+  block longer than the other's. With 7 cores, blocks of 4 it is; on one core, the largest block, 7."""
+  for cores, pairs in ((1, 7), (2, 7), (4, 7), (7, 4)):
+    k = Kernel(packed_matmul_kernel(896, 16).ast, LLVMRenderer("+avx512f", cores))
+    opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+    assert [o for o in opts if o.op is OptOps.THREAD] == [Opt(OptOps.THREAD, 2, pairs)], cores
+    assert k.full_shape[0] == 28 // pairs, (cores, k.full_shape)
 
 def test_a_long_reduction_keeps_sixteen_accumulator_lanes_in_flight():
   """Each add into an accumulator waits for the one before, so where an accumulator sums a chain of LONG_CHAIN or

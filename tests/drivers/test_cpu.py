@@ -4,7 +4,7 @@ thread pool, and replays with new inputs and Variable values, stay right."""
 import numpy as np
 import pytest
 from ir.switches import Context
-from drivers.cpu import BatchProgram, CPUProgram
+from drivers.cpu import CHUNKS_PER_THREAD, BatchProgram, CPUProgram, chunk_count
 from drivers.device import Device
 from drivers.hcq import SoftwareEngine
 from tg import Tensor, TinyJit, Variable
@@ -76,3 +76,14 @@ def test_the_argv_entry_passes_every_parameter_type():
   ffi.cast("void(*)(int64_t *, int32_t, int32_t)", image.symbols["k_argv"])(ffi.cast("int64_t *", argv.ctypes.data), 5, 9)
   assert out[0:4].view(np.int32)[0] == -7 and out[4:8].view(np.float32)[0] == 1.5 and out[8:16].view(np.float64)[0] == -2.25
   assert out[16:24].view(np.int64)[0] == 2**40 + 3 and out[24:32].view(np.int32).tolist() == [5, 9]
+
+@pytest.mark.parametrize("threads", [2, 3, 4, 8])
+def test_the_outer_loop_is_cut_into_alike_chunks_that_the_threads_share_evenly_where_it_can_be(threads):
+  """For every iteration count up to 200: at most CHUNKS_PER_THREAD chunks a thread; where some count of chunks would
+  hold the same number of iterations each and split evenly over the threads, the largest such count (12 iterations
+  on 2 threads: 6 chunks of 2, not 8 of 1 or 2, which leave one thread two iterations more); else as many as allowed."""
+  for n in range(1, 201):
+    most = min(n, threads * CHUNKS_PER_THREAD)
+    even = [c for c in range(1, most + 1) if n % c == 0 and c % threads == 0]
+    assert chunk_count(n, threads) == (max(even) if even else most), (n, threads)
+  assert chunk_count(12, 2) == 6 and chunk_count(64, 2) == 8 and chunk_count(7, 2) == 7
