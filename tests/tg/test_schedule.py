@@ -41,6 +41,23 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
     assert kernels(x @ w) == expected, k
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
+def test_a_cpu_matmul_whose_columns_split_into_half_vectors_computes_whole_vectors_and_drops_the_extra_columns():
+  """w with 63.5 vector registers' worth of columns is padded with zeros to 64: the product kernel writes 64 vectors a
+  row (its output buffer holds the padded columns), and the result, and both gradients, have w's own columns."""
+  lanes = Device["CPU"].renderer.vector_width
+  n, k, m = 64, 300, 64 * lanes - lanes // 2
+  rng = np.random.default_rng(0)
+  xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
+  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
+  out = x @ w
+  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+  assert product.bufs[0].size == n * 64 * lanes
+  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
+  (out * Tensor(np.arange(m, dtype=np.float32))).sum().backward()
+  g = np.broadcast_to(np.arange(m, dtype=np.float32), (n, m))
+  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-2)
+  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+
 def test_a_cpu_matmul_copies_a_transposed_right_operand_with_a_short_reduce_axis():
   """q @ k.T reads k along the reduce axis contiguously; on the CPU k is first copied with the output axis innermost
   (a second kernel) while the reduce axis is at most ROW_COPY_MAX_K, so the product's vectors run along its outputs
