@@ -107,7 +107,7 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   lanes = _cpu_lanes(w)
   if w.ndim != 2 or not lanes or not all_int(w.shape): return 0
   k, m = w.shape
-  if k < PANEL_MIN or m < PANEL_MIN or m % lanes == 0 or x.numel() // k < lanes: return 0  # (x's rows, at any batch)
+  if k < PANEL_MIN or m < PANEL_MIN or m % lanes == 0 or x.numel() // k < lanes: return 0
   return lanes - m % lanes
 
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)

@@ -18,7 +18,8 @@ def test_a_3072_cubed_matmul_indexes_in_32_bits():
 def test_a_padded_1300_cubed_matmul_indexes_in_32_bits():
   # padding 1300 columns to 1312 and splitting them in 8s stacks a second view whose flat index would span 1300 * 1312 *
   # 1300 > 2**31 positions; that index is never computed (the split only regroups axes), so it sets no width
-  (item,) = [i for i in (Tensor.empty(1300, 1300) @ Tensor.empty(1300, 1300)).schedule() if i.ast.op is Ops.SINK]
+  a, b = Tensor.empty(1300, 1300), Tensor.empty(1300, 1300)  # a @ b written out (on a CPU, @ pads b's columns itself)
+  (item,) = [i for i in (a.reshape(1300, 1, 1300) * b.T.reshape(1, 1300, 1300)).sum(-1).schedule() if i.ast.op is Ops.SINK]
   k = Kernel(item.ast, Device["CPU"].renderer)
   for opt in (Opt(OptOps.PADTO, 1, 32), Opt(OptOps.UPCAST, 1, 8)): k.apply_opt(opt)
   assert any(len(st.views) == 2 for st in k.sts) and index_dtype(k) == dtypes.int32
