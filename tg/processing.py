@@ -101,14 +101,15 @@ def _panel_width(x: Tensor, w: Tensor) -> int:
   return lanes if x.numel() // k >= lanes else 0
 
 def _lane_padding(x: Tensor, w: Tensor) -> int:
-  """Zero columns that bring w's to whole vector registers for x @ w on a CPU, or 0 (a multiple already, small, or
-  not a CPU): a product whose columns only half-vectors divide runs at about half speed (1000 squared: 206 -> 381
-  GFLOPS padded to 1008, the padding and the dropped columns included)."""
+  """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
+  small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
+  (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
+  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included)."""
   lanes = _cpu_lanes(w)
   if w.ndim != 2 or not lanes or not all_int(w.shape): return 0
   k, m = w.shape
-  if k < PANEL_MIN or m < PANEL_MIN or m % lanes == 0 or x.numel() // k < lanes: return 0
-  return lanes - m % lanes
+  if k < PANEL_MIN or m < PANEL_MIN or m % (2 * lanes) == 0 or x.numel() // k < lanes: return 0
+  return -m % (2 * lanes)
 
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)
 

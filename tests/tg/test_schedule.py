@@ -41,11 +41,12 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
     assert kernels(x @ w) == expected, k
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
-def test_a_cpu_matmul_whose_columns_split_into_half_vectors_computes_whole_vectors_and_drops_the_extra_columns():
-  """w with 63.5 vector registers' worth of columns is padded with zeros to 64: the product kernel writes 64 vectors a
-  row (its output buffer holds the padded columns), and the result, and both gradients, have w's own columns."""
+@pytest.mark.parametrize("vectors", [63.5, 63])
+def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
+  """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64: the product kernel writes 64
+  vectors a row (its output buffer holds the padded columns), and the result, and both gradients, have w's own columns."""
   lanes = Device["CPU"].renderer.vector_width
-  n, k, m = 64, 300, 64 * lanes - lanes // 2
+  n, k, m = 64, 300, int(vectors * lanes)
   rng = np.random.default_rng(0)
   xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
   x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
