@@ -92,12 +92,14 @@ PANEL_MIN_BYTES = 768 * 768 * 4  # ... when it is larger than this (about what a
 # in place ran 4-10% faster than packing plus the packed product (384-768 squared); at 1024 and 1536 squared, whose rows
 # of w are 4 and 6 KiB apart and share few cache sets, it ran at 40% of the packed speed
 
-def _panel_width(x: Tensor, w: Tensor) -> int:
-  """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU)."""
+def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
+  """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU).
+  `copied`: w is copied anyway (padded), so that packing it costs nothing more, at any size (700 squared: 400 -> 435
+  GFLOPS)."""
   lanes = _cpu_lanes(w)
   if w.ndim != 2 or not lanes: return 0
   k, m = w.shape
-  if k < PANEL_MIN or m < PANEL_MIN or k * m * w.dtype.itemsize <= PANEL_MIN_BYTES or m % lanes: return 0
+  if k < PANEL_MIN or m < PANEL_MIN or (k * m * w.dtype.itemsize <= PANEL_MIN_BYTES and not copied) or m % lanes: return 0
   return lanes if x.numel() // k >= lanes else 0
 
 def _lane_padding(x: Tensor, w: Tensor) -> int:
@@ -133,10 +135,9 @@ class ProcessingMixin:
     """self @ w: 1-d operands are a row and a column, leading dims broadcast; with IMAGE=1 (floats) an image_dot."""
     if IMAGE and dtypes.is_float(self.dtype) and dtypes.is_float(w.dtype): return self.image_dot(w, dtype)
     x, w, squeeze_rows, squeeze_cols = _as_matrices(self, w)
-    k = x.shape[-1]
-    if (extra := _lane_padding(x, w)):  # the product of w with zero columns added, without them
-      return _squeezed(x.dot(w.pad(((0, 0), (0, extra))), dtype)[..., :w.shape[1]], squeeze_rows, squeeze_cols)
-    if (lanes := _panel_width(x, w)):
+    k, columns = x.shape[-1], w.shape[-1]
+    if (extra := _lane_padding(x, w)): w = w.pad(((0, 0), (0, extra)))  # zero columns, dropped from the product below
+    if (lanes := _panel_width(x, w, copied=bool(extra))):
       # for CPU caches: copy w into column panels (lanes wide, contiguous along k), so the kernel reads each panel
       # sequentially instead of one row of w per step (rows of w far apart thrash the cache and TLB)
       m = w.shape[1]
@@ -147,7 +148,7 @@ class ProcessingMixin:
       if _reduce_axis_innermost(x, w): w = w.contiguous()
       wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
       out = (x.reshape(*x.shape[:-1], 1, k) * wt).sum(-1, dtype=dtype)  # (..., n, 1, k) * (..., 1, m, k)
-    return _squeezed(out, squeeze_rows, squeeze_cols)
+    return _squeezed(out[..., :columns] if extra else out, squeeze_rows, squeeze_cols)
   def matmul(self, w: Tensor, dtype: DType | str | None = None) -> Tensor: return self.dot(w, dtype)
   def image_dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """self @ w as a 1x1 image_conv2d (what dot does with IMAGE=1): the rows of self are the pixels of a one-column
