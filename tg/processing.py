@@ -108,12 +108,17 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   if not lanes or w.shape[1] % lanes or (w.numel() * w.dtype.itemsize <= PANEL_MIN_BYTES and not copied): return 0
   return lanes
 
+PAD_MIN_ROWS = 32  # the padded copy of w costs what about 24 rows of the product gain (1000x1000 w, microseconds unpadded ->
+# padded: 16 rows 231-253 -> 296-303, 32 rows 404-442 -> 365-390, 64 rows 755-819 -> 533-556)
+
 def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
   (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
-  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included)."""
-  return -w.shape[1] % (2 * lanes) if (lanes := _product_lanes(x, w)) else 0
+  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included), for an x of PAD_MIN_ROWS rows or
+  more."""
+  lanes = _product_lanes(x, w)
+  return -w.shape[1] % (2 * lanes) if lanes and x.numel() // w.shape[0] >= PAD_MIN_ROWS else 0
 
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)
 

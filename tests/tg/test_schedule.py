@@ -7,7 +7,7 @@ from codegen.kernel import Kernel
 from codegen.program import get_program
 from tg.schedule_cache import stats
 from tg.reduce import CUM_BLOCK
-from tg.processing import ROW_COPY_MAX_K
+from tg.processing import PAD_MIN_ROWS, ROW_COPY_MAX_K
 from tg.schedule import MAX_KERNEL_NODES, STORED_OPERAND_SIZE
 
 def kernels(*ts: Tensor) -> int:
@@ -43,10 +43,13 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
 
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
-  """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64: the product kernel writes 64
-  vectors a row (its output buffer holds the padded columns), and the result, and both gradients, have w's own columns."""
+  """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of PAD_MIN_ROWS rows: the
+  product kernel writes 64 vectors a row (its output buffer holds the padded columns), and the result, and both
+  gradients, have w's own columns. An x of fewer rows reads w as it is."""
   lanes = Device["CPU"].renderer.vector_width
-  n, k, m = 64, 300, int(vectors * lanes)
+  few = [i for i in (Tensor.empty(PAD_MIN_ROWS - 1, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
+  assert [i.bufs[0].size for i in few] == [(PAD_MIN_ROWS - 1) * int(vectors * lanes)]
+  n, k, m = PAD_MIN_ROWS, 300, int(vectors * lanes)
   rng = np.random.default_rng(0)
   xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
   x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
