@@ -92,13 +92,17 @@ PANEL_MIN_BYTES = 768 * 768 * 4  # ... when it is larger than this (about what a
 # in place ran 4-10% faster than packing plus the packed product (384-768 squared); at 1024 and 1536 squared, whose rows
 # of w are 4 and 6 KiB apart and share few cache sets, it ran at 40% of the packed speed
 
+COPY_MIN_ROWS = 32  # x @ w copies w (into panels, or padded) only for an x of this many rows or more: the copy costs what
+# about 24 rows of the product gain (microseconds, read in place -> copied: 1024x1024 w packed, 16 rows 232-236 -> 306-327,
+# 32 rows 446-450 -> 375-407; 1000x1000 w padded, 16 rows 231-253 -> 296-303, 32 rows 404-442 -> 365-390)
+
 def _product_lanes(x: Tensor, w: Tensor) -> int:
   """Float lanes of a vector register for x @ w on a CPU whose w is a matrix of at least PANEL_MIN x PANEL_MIN and
-  whose x has at least that many rows, or 0 (the products that packing and padding w are for)."""
+  whose x has at least COPY_MIN_ROWS rows, or 0 (the products that packing and padding w are for)."""
   lanes = _cpu_lanes(w)
   if w.ndim != 2 or not lanes or not all_int(w.shape): return 0
   k, m = w.shape
-  return lanes if k >= PANEL_MIN and m >= PANEL_MIN and x.numel() // k >= lanes else 0
+  return lanes if k >= PANEL_MIN and m >= PANEL_MIN and x.numel() // k >= COPY_MIN_ROWS else 0
 
 def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   """Lanes of a packed panel of `w` for x @ w, or 0 when packing doesn't pay (small, batched, or not a CPU).
@@ -108,17 +112,12 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   if not lanes or w.shape[1] % lanes or (w.numel() * w.dtype.itemsize <= PANEL_MIN_BYTES and not copied): return 0
   return lanes
 
-PAD_MIN_ROWS = 32  # the padded copy of w costs what about 24 rows of the product gain (1000x1000 w, microseconds unpadded ->
-# padded: 16 rows 231-253 -> 296-303, 32 rows 404-442 -> 365-390, 64 rows 755-819 -> 533-556)
-
 def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
   (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
-  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included), for an x of PAD_MIN_ROWS rows or
-  more."""
-  lanes = _product_lanes(x, w)
-  return -w.shape[1] % (2 * lanes) if lanes and x.numel() // w.shape[0] >= PAD_MIN_ROWS else 0
+  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included)."""
+  return -w.shape[1] % (2 * lanes) if (lanes := _product_lanes(x, w)) else 0
 
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)
 

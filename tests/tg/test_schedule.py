@@ -7,7 +7,7 @@ from codegen.kernel import Kernel
 from codegen.program import get_program
 from tg.schedule_cache import stats
 from tg.reduce import CUM_BLOCK
-from tg.processing import PAD_MIN_ROWS, ROW_COPY_MAX_K
+from tg.processing import COPY_MIN_ROWS, ROW_COPY_MAX_K
 from tg.schedule import MAX_KERNEL_NODES, STORED_OPERAND_SIZE
 
 def kernels(*ts: Tensor) -> int:
@@ -33,23 +33,24 @@ def test_matmul_bias_relu_is_one_kernel():
   np.testing.assert_allclose(out.numpy(), np.maximum(x.numpy() @ w.numpy() + bias.numpy(), 0), rtol=1e-5, atol=1e-5)
 
 def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
-  """On the CPU, packing w into column panels (a copy kernel) pays once w is larger than PANEL_MIN_BYTES (2.25 MiB): a
-  768x768 w (2.25 MiB) is read in place, a 1024x768 one (3 MiB) through panels. Both equal numpy."""
+  """On the CPU, packing w into column panels (a copy kernel) pays once w is larger than PANEL_MIN_BYTES (2.25 MiB)
+  and x has COPY_MIN_ROWS rows: a 768x768 w (2.25 MiB) is read in place, a 1024x768 one (3 MiB) through panels, unless
+  x has fewer rows. All equal numpy."""
   rng = np.random.default_rng(0)
-  for k, expected in ((768, 1), (1024, 2)):
-    x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((32, k), (k, 768)))
-    assert kernels(x @ w) == expected, k
+  for rows, k, expected in ((COPY_MIN_ROWS, 768, 1), (COPY_MIN_ROWS, 1024, 2), (COPY_MIN_ROWS - 1, 1024, 1)):
+    x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((rows, k), (k, 768)))
+    assert kernels(x @ w) == expected, (rows, k)
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
-  """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of PAD_MIN_ROWS rows: the
+  """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of COPY_MIN_ROWS rows: the
   product kernel writes 64 vectors a row (its output buffer holds the padded columns), and the result, and both
   gradients, have w's own columns. An x of fewer rows reads w as it is."""
   lanes = Device["CPU"].renderer.vector_width
-  few = [i for i in (Tensor.empty(PAD_MIN_ROWS - 1, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
-  assert [i.bufs[0].size for i in few] == [(PAD_MIN_ROWS - 1) * int(vectors * lanes)]
-  n, k, m = PAD_MIN_ROWS, 300, int(vectors * lanes)
+  few = [i for i in (Tensor.empty(COPY_MIN_ROWS - 1, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
+  assert [i.bufs[0].size for i in few] == [(COPY_MIN_ROWS - 1) * int(vectors * lanes)]
+  n, k, m = COPY_MIN_ROWS, 300, int(vectors * lanes)
   rng = np.random.default_rng(0)
   xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
   x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
