@@ -400,10 +400,8 @@ class Lowerer:
     loads = first.op is Ops.LOAD and len(first.src) == 2 and first.dtype != dtypes.bool and all(l.op is Ops.LOAD and len(l.src) == 2 and l.src[0] is first.src[0] for l in lanes)
     if all(l.op is Ops.GEP and l.src[0] is first.src[0] and l.arg == i for i, l in enumerate(lanes)) and first.src[0].dtype.count == n:
       out = first.src[0]
-    elif loads and all(_offset(first.src[1], l.src[1]) == i for i, l in enumerate(lanes)): out = UOp(Ops.LOAD, first.dtype.vec(n), first.src)
-    elif loads and all(_offset(lanes[-1].src[1], l.src[1]) == n - 1 - i for i, l in enumerate(lanes)):  # a flipped view: one load, lanes reversed
-      whole = UOp(Ops.LOAD, first.dtype.vec(n), lanes[-1].src)
-      out = UOp(Ops.VECTORIZE, first.dtype.vec(n), tuple(UOp(Ops.GEP, first.dtype, (whole,), n - 1 - i) for i in range(n)))
+    elif loads and (step := _step([(i, l.src[1]) for i, l in enumerate(lanes)])) is not None:  # reversed: a flipped view
+      out = UOp(Ops.LOAD, first.dtype.vec(n), first.src) if step == 1 else _reversed(UOp(Ops.LOAD, first.dtype.vec(n), lanes[-1].src))
     elif self.masked_loads and (masked := self._masked_load(lanes)) is not None: out = masked
     elif first.op in ELEMENTWISE and all(l.op is first.op and l.dtype == first.dtype and l.arg == first.arg and len(l.src) == len(first.src) for l in lanes):
       out = UOp(first.op, first.dtype.vec(n), tuple(self._widen(self.vectorize([l.src[j] for l in lanes]), n) for j in range(len(first.src))), first.arg)
@@ -421,13 +419,11 @@ class Lowerer:
     if not read or all(_always(p[1]) for _, p in read): return None
     (i0, (buf, _, a0)), n = read[0], len(lanes)
     if any(p[0] is not buf for _, p in read) or buf.dtype.base == dtypes.bool: return None
-    for step in (1, -1):  # lane i reads a0 + step * (i - i0)
-      if all(_offset(a0, a) == step * (i - i0) for i, (_, _, a) in read):
-        gates = [p[1] if p != () else UOp.const(dtypes.bool, False) for p in parts]
-        start = simplify(a0 - (i0 if step == 1 else n - 1 - i0))  # the address of lane 0, or of lane n - 1 reversed
-        whole = UOp(Ops.LOAD, lanes[i0].dtype.vec(n), (buf, start, self._widen(self.vectorize(gates if step == 1 else gates[::-1]), n)))
-        return whole if step == 1 else UOp(Ops.VECTORIZE, whole.dtype, tuple(UOp(Ops.GEP, lanes[i0].dtype, (whole,), n - 1 - i) for i in range(n)))
-    return None
+    if (step := _step([(i, a) for i, (_, _, a) in read])) is None: return None
+    gates = [p[1] if p != () else UOp.const(dtypes.bool, False) for p in parts]
+    start = simplify(a0 - (i0 if step == 1 else n - 1 - i0))  # the address of lane 0, or of lane n - 1 reversed
+    whole = UOp(Ops.LOAD, lanes[i0].dtype.vec(n), (buf, start, self._widen(self.vectorize(gates if step == 1 else gates[::-1]), n)))
+    return whole if step == 1 else _reversed(whole)
 
   def _at(self, idxs: list[UOp], fixed: dict[int, UOp], post_reduce: bool = False) -> tuple[UOp, ...]:
     zero = UOp.const(self.idx_dtype, 0)
@@ -544,6 +540,17 @@ def _guarded_parts(lane: UOp) -> tuple | None:
   address = load.src[1]
   if address.op is not Ops.WHERE or address.src[0] is not gate or address.src[2].op is not Ops.CONST or address.src[2].arg != 0: return None
   return load.src[0], gate, address.src[1]
+
+def _step(addresses: list[tuple[int, UOp]]) -> int | None:
+  """1 where each (lane, address) reads the first one's address plus the lanes between them, -1 where minus them (a
+  flipped view), else None."""
+  i0, a0 = addresses[0]
+  return next((step for step in (1, -1) if all(_offset(a0, a) == step * (i - i0) for i, a in addresses)), None)
+
+def _reversed(v: UOp) -> UOp:
+  """Vector v with its lanes in reverse order."""
+  n = v.dtype.count
+  return UOp(Ops.VECTORIZE, v.dtype, tuple(UOp(Ops.GEP, v.dtype.scalar, (v,), n - 1 - i) for i in range(n)))
 
 def _offset(base: UOp, idx: UOp) -> int | None:
   """idx - base when it is a constant."""
