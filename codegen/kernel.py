@@ -115,6 +115,14 @@ class Kernel:
     return sorted(found, key=lambda v: v.arg)
   def axes_of(self, *types: AxisType) -> list[int]: return [i for i, t in enumerate(self.axis_types) if t in types]
   @property
+  def core_axes(self) -> list[int]:
+    """The output axes whose iterations a CPU's threads share, as one loop: the first, or the first two flattened when
+    the first alone doesn't come out even over the cores (a 776 matmul's 5 blocks of B panels kept one of 2 cores busy
+    3 blocks, the other 2)."""
+    outputs = self.axes_of(AxisType.GLOBAL)
+    if len(outputs) < 2 or not all(isinstance(self.full_shape[a], int) for a in outputs[:2]): return outputs[:1]
+    return outputs[:1] if self.full_shape[outputs[0]] % self.cores == 0 else outputs[:2]
+  @property
   def output_shape(self) -> tuple[int, ...]:
     return tuple(1 if t in REDUCE_TYPES else s for s, t in zip(self.full_shape, self.axis_types))
 

@@ -14,6 +14,8 @@ from ir.uop import UOp, smax, smin
 from codegen.kernel import REDUCE_TYPES, AxisType, Kernel, moving_axes
 from codegen.tensor_core import CORE_ROWS, CORE_ROW_BYTES, Place
 
+CORE_VARS = ("core_start", "core_end")  # the range of the shared outer loop a CPU thread runs
+
 VECTOR_WIDTHS = (2, 4, 8, 16)
 
 class ProgramBuilder:
@@ -124,14 +126,12 @@ class Lowerer:
     opened: list[UOp] = []
     if self.launch_dims: self._launch_indices(idxs, global_axes, "gidx", self.global_size)
     else:
-      for n, a in enumerate(global_axes):
-        size = smax(k.full_shape[a])
-        if n == 0 and self.split_cores:
-          start, end = UOp.variable("core_start", 0, size).cast(self.idx_dtype), UOp.variable("core_end", 0, size).cast(self.idx_dtype)
-        else: start, end = UOp.const(self.idx_dtype, 0), self._size(a)
-        opened.append(idxs_a := b.open_range(start, end, a))
+      shared = k.core_axes if self.split_cores else []
+      if shared: opened += self._core_loops(idxs, shared)
+      for a in global_axes:
+        if a in shared: continue
+        opened.append(idxs_a := b.open_range(UOp.const(self.idx_dtype, 0), self._size(a), a))
         idxs[a] = idxs_a
-        if n == 0 and self.split_cores and isinstance(k.full_shape[a], UOp): self.in_range.append(idxs_a < self._size(a))
     first_local = 0
     if k.tensor_core is not None:  # the warp's (or warpgroup's) lanes are the innermost thread dimension
       self.lane = b.emit(UOp(Ops.SPECIAL, self.idx_dtype, (), ("lidx0", k.tensor_core.threads)))
@@ -215,6 +215,21 @@ class Lowerer:
     b.append(UOp(Ops.STORE, dtypes.void, (total, UOp(Ops.LOAD, r.dtype, (mem, base)))))
     self.accs[(r, ())] = total
     return branch
+
+  def _core_loops(self, idxs: list[UOp], axes: list[int]) -> list[UOp]:
+    """The loops over `axes` whose iterations, counted outer to inner as one flat range, the CPU's threads share in
+    pieces [core_start, core_end): two axes become two nested loops whose bounds cut out that piece, so no index
+    needs a division per iteration."""
+    start, end = (UOp.variable(name, 0, prod(smax(self.k.full_shape[a]) for a in axes)).cast(self.idx_dtype) for name in CORE_VARS)
+    if len(axes) == 1:
+      idxs[axes[0]] = rng = self.b.open_range(start, end, axes[0])
+      if isinstance(self.k.full_shape[axes[0]], UOp): self.in_range.append(rng < self._size(axes[0]))
+      return [rng]
+    inner = self.k.full_shape[axes[1]]  # bounds in simplified form: index math simplified later rebuilds the same loops
+    idxs[axes[0]] = outer = self.b.open_range(simplify(start // inner), simplify((end + inner - 1) // inner), axes[0])
+    lo, hi = simplify((start - outer * inner).maximum(0)), simplify((end - outer * inner).minimum(inner))
+    idxs[axes[1]] = self.b.open_range(lo, hi, axes[1])
+    return [outer, idxs[axes[1]]]
 
   def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int], first_dim: int = 0) -> None:
     """Axes as launch indices from dim `first_dim` on: the innermost axis first; axes beyond the last dim share it

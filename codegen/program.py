@@ -2,14 +2,13 @@
 from __future__ import annotations
 from ir.ops import Ops
 from ir import tracing
+from ir.helpers import prod
 from ir.switches import DEBUG
 from ir.uop import UOp, smax
 from codegen.heuristic import hand_coded_optimizations
 from codegen.kernel import Kernel, Opt
-from codegen.lowerer import lower
+from codegen.lowerer import CORE_VARS, lower
 from codegen.renderer import ProgramSpec, Renderer, estimate
-
-CORE_VARS = ("core_start", "core_end")
 
 def print_linear(uops: list[UOp]) -> None:
   """One line per linear UOp: position, op, dtype, the positions of its sources, arg."""
@@ -43,8 +42,7 @@ def program_of(k: Kernel, renderer: Renderer, lowered_k: tuple[list[UOp], tuple,
   user_vars = [u for u in uops if u.op is Ops.DEFINE_VAR and u.arg[0] not in CORE_VARS]
   if renderer.launch_dims: global_size, local_size = launch_global, launch_local
   else:  # CPU: the outer loop's trip count (a symbolic one at its largest), which the runtime splits across threads
-    global_axes = [i for i, t in enumerate(k.axis_types) if t.name == "GLOBAL"]
-    global_size, local_size = (smax(k.full_shape[global_axes[0]]) if global_axes else 1, 1, 1), None
+    global_size, local_size = (prod(smax(k.full_shape[a]) for a in k.core_axes), 1, 1), None
   outs = [s.src[0].arg for s in ast.src]
   ins = sorted({u.src[0].arg for u in ast.toposort() if u.op is Ops.LOAD})
   return ProgramSpec(name, src, renderer.device, uops, global_size, local_size, [g.arg for g in k.globals], user_vars, outs, ins,

@@ -9,7 +9,7 @@ from ir.helpers import prod
 class Renderer:
   device: str = ""
   has_local: bool = False            # workgroups with shared memory (GPUs)
-  splits_across_cores: bool = False  # the first global loop is split into [core_start, core_end) chunks (CPU)
+  splits_across_cores: bool = False  # the outer loop (Kernel.core_axes) is split into [core_start, core_end) chunks (CPU)
   cores: int = 1                     # ... over this many threads
   launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   vector_width: int = 4              # float lanes per vector register

@@ -1,5 +1,5 @@
 """The CPU device: kernels rendered as LLVM IR, compiled in-process by llvmlite, loaded from the object file, and
-called through cffi by their argv entry, with the first global loop split across the worker threads of
+called through cffi by their argv entry, with the outer loop (Kernel.core_axes) split across the worker threads of
 drivers/cpu_pool.py. A JIT graph runs each stretch of its single-threaded kernels as one call of a batch function tg
 compiles: it calls each kernel's entry with its part of one argument array, so a replay doesn't pay a Python dispatch
 per kernel."""

@@ -1,6 +1,7 @@
 """The CPU device's JIT graphs: stretches of single-threaded kernels run as one call of a compiled batch function
 (checked by what the compute engine is given and by the results against numpy); kernels with enough work for the
 thread pool, and replays with new inputs and Variable values, stay right."""
+import copy
 import numpy as np
 import pytest
 from ir.switches import Context
@@ -87,3 +88,27 @@ def test_the_outer_loop_is_cut_into_alike_chunks_that_the_threads_share_evenly_w
     even = [c for c in range(1, most + 1) if n % c == 0 and c % threads == 0]
     assert chunk_count(n, threads) == (max(even) if even else most), (n, threads)
   assert chunk_count(12, 2) == 6 and chunk_count(64, 2) == 8 and chunk_count(7, 2) == 7
+
+@pytest.mark.parametrize("cores", [1, 2, 3])
+def test_a_first_axis_that_does_not_split_evenly_over_the_cores_is_shared_with_the_next(cores):
+  """A 3x37 output on 2 cores: 3 rows would leave one thread two of them, so the threads share the 111 iterations of
+  both axes as one flat range; any piece [start, end) of it, beginning and ending within rows, runs exactly those
+  iterations. On 1 or 3 cores the rows split evenly and are the range alone."""
+  from ir.ops import Ops
+  from codegen.program import get_program
+  x = np.arange(37 * 3, dtype=np.float32).reshape(37, 3)
+  ast = [si.ast for si in (Tensor(x, device="CPU").T + 1).schedule() if si.ast.op is Ops.SINK][-1]
+  renderer = copy.copy(Device["CPU"].renderer)
+  renderer.cores = cores
+  spec = get_program(ast, renderer, opts=[])
+  flat = 3 % cores != 0
+  assert spec.global_size[0] == (111 if flat else 3)
+  prg = CPUProgram(Device["CPU"], spec.name, Device["CPU"].compiler.compile(spec.src), spec)
+  iteration = np.arange(111).reshape(3, 37) if flat else np.repeat(np.arange(3), 37).reshape(3, 37)
+  for start, end in [(0, spec.global_size[0]), (5, 40), (36, 38), (74, 111), (50, 50), (1, 2), (0, 1)]:
+    if end > spec.global_size[0]: continue
+    out = np.full((3, 37), -1, np.float32)
+    prg.argv.fill([out, x])
+    prg.entry(prg.argv.pointer, start, end)
+    ran = (iteration >= start) & (iteration < end)
+    np.testing.assert_array_equal(out, np.where(ran, x.T + 1, -1), err_msg=f"piece [{start}, {end})")
