@@ -228,8 +228,8 @@ class Lowerer:
     inner = self.k.full_shape[axes[1]]  # bounds in simplified form: index math simplified later rebuilds the same loops
     idxs[axes[0]] = outer = self.b.open_range(simplify(start // inner), simplify((end + inner - 1) // inner), axes[0])
     lo, hi = simplify((start - outer * inner).maximum(0)), simplify((end - outer * inner).minimum(inner))
-    idxs[axes[1]] = self.b.open_range(lo, hi, axes[1])
-    return [outer, idxs[axes[1]]]
+    idxs[axes[1]] = within = self.b.open_range(lo, hi, axes[1])
+    return [outer, within]
 
   def _launch_indices(self, idxs: list[UOp], axes: list[int], prefix: str, sizes: list[int], first_dim: int = 0) -> None:
     """Axes as launch indices from dim `first_dim` on: the innermost axis first; axes beyond the last dim share it
