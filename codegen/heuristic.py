@@ -281,8 +281,9 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
     if per_step:
       block, size = max(1, CACHE_BUDGET // per_step), k.full_shape[inner]
       # the largest block whose count splits evenly over the cores, else the largest: the loop over blocks becomes the
-      # one cut into the cores' shares (a 896 matmul's 7 blocks kept one of 2 cores busy a block longer: 413 GFLOPS;
-      # 4 blocks: 467); one block leaves the outer axis to be cut
+      # one cut into the cores' shares, each core working whole blocks of its own (a 896 matmul: 4 blocks 473 GFLOPS,
+      # 7 blocks 468, as Kernel.core_axes shares an odd count with the rows; 413 before it did); one block leaves the
+      # outer axis to be cut
       def even(d: int) -> bool: return size // d == 1 or (size // d) % k.cores == 0
       divisor = max((d for d in range(1, min(block, size) + 1) if size % d == 0), key=lambda d: (even(d), d))
       # blocks of one iteration: the whole inner axis goes outside (a THREAD amount of 0; 1 would split off nothing)

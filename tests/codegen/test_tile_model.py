@@ -89,8 +89,9 @@ def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
 
 def test_cache_blocks_come_in_a_count_that_the_cores_share_evenly():
   """A 896 matmul's b panels (28 pairs under its 14x2 tile, 114 KiB each) fit the cache budget in blocks of up to 8
-  pairs. Blocks of 7 make 4 blocks, which 1, 2 or 4 cores share evenly; blocks of 4 would make 7, one core's share a
-  block longer than the other's. With 7 cores, blocks of 4 it is; on one core, the largest block, 7."""
+  pairs. Blocks of 7 make 4 blocks, which 1, 2 or 4 cores share evenly, each core working whole blocks; blocks of 4
+  would make 7, which 2 cores share only with the rows (Kernel.core_axes). With 7 cores, blocks of 4 it is; on one
+  core, the largest block, 7."""
   for cores, pairs in ((1, 7), (2, 7), (4, 7), (7, 4)):
     k = Kernel(packed_matmul_kernel(896, 16).ast, LLVMRenderer("+avx512f", cores))
     opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
