@@ -20,8 +20,8 @@ MAX_UNROLL = 8          # reduction steps unrolled into one loop iteration (besi
 LONG_UNROLLED = 256     # a CPU reduction this long is unrolled by 4, not 2: half the loop's own instructions, which share
                         # ports with the FMAs (a matmul's 8x32 tile: 512 squared 446 -> 463 GFLOPS, 1024 463 -> 467); shorter
                         # ones stay at 2, as lowering a body twice as large costs time (a cold MNIST step took 0.1 s longer)
-CACHE_BUDGET = 1024 * 1024  # bytes of re-read data a cache block may hold (half this CPU's 2 MiB L2: a 896 matmul's blocks
-                            # of B panels ran at 467 GFLOPS with 800 KiB, 416-458 with 1.6 MiB)
+CACHE_SHARE = 2         # a cache block of re-read data holds at most this fraction of a core's cache (2 MiB of L2: a 896
+                        # matmul's blocks of B panels ran at 467 GFLOPS with 800 KiB, 416-458 with 1.6 MiB)
 PAGE_BYTES = 4096       # hardware prefetchers follow a stream within a page, and addresses a page apart share an L1 set
 TRANSPOSE_BLOCK = 8     # rows a transposing copy reads side by side (a matmul's 1024x1024 B packed into panels: 35 -> 60 GB/s)
 WORKGROUP_THREADS = 128    # threads per GPU workgroup the heuristics aim for
@@ -279,7 +279,7 @@ def hand_coded_optimizations(k: Kernel, vector_width: int = 4, vector_registers:
       if strides[outer] == 0 and strides[inner] != 0:
         per_step += view_itemsize(k, view) * reduced * prod(k.full_shape[u] for u in k.axes_of(AxisType.UPCAST) if strides[u] != 0)
     if per_step:
-      block, size = max(1, CACHE_BUDGET // per_step), k.full_shape[inner]
+      block, size = max(1, k.core_cache_bytes // CACHE_SHARE // per_step), k.full_shape[inner]
       # the largest block whose count splits evenly over the cores, else the largest: the loop over blocks becomes the
       # one cut into the cores' shares, each core working whole blocks of its own (a 896 matmul: 4 blocks 473 GFLOPS,
       # 7 blocks 468, as Kernel.core_axes shares an odd count with the rows; 413 before it did); one block leaves the

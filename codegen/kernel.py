@@ -8,6 +8,7 @@ from ir.helpers import prod
 from ir.ops import Ops, STORED_ZEROS, ZERO_PRESERVING
 from ir.shapetracker import ShapeTracker, is_symbolic
 from ir.uop import UOp, sprod, variables
+from codegen.renderer import Renderer
 from codegen.tensor_core import TensorCore
 
 class AxisType(enum.Enum):
@@ -95,6 +96,7 @@ class Kernel:
     self.has_local = bool(getattr(renderer, "has_local", False))
     self.splits_across_cores = bool(getattr(renderer, "splits_across_cores", False))
     self.cores = int(getattr(renderer, "cores", 1))
+    self.core_cache_bytes = int(getattr(renderer, "core_cache_bytes", Renderer.core_cache_bytes))
     self.tensor_cores: tuple[TensorCore, ...] = tuple(getattr(renderer, "tensor_cores", ()))
     self.tensor_core: TensorCore | None = None   # set by TC, with the operand subtrees (A: m x k, B: k x n)
     self.tc_operands: tuple[UOp, UOp] = ()

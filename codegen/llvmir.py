@@ -57,8 +57,8 @@ class LLVMRenderer(Renderer):
   device = "CPU"
   splits_across_cores = True
   masked_loads = True
-  def __init__(self, features: str = "", cores: int = 1):
-    self.cores = cores
+  def __init__(self, features: str = "", cores: int = 1, core_cache_bytes: int = Renderer.core_cache_bytes):
+    self.cores, self.core_cache_bytes = cores, core_cache_bytes
     flags = set(features.split(","))
     # floats per vector register: what upcast lanes should fill
     self.vector_width = 16 if "+avx512f" in flags else 8 if "+avx" in flags or "+avx2" in flags else 4

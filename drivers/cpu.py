@@ -16,7 +16,7 @@ from drivers.hcq import HCQCompiled, HCQProgram, SoftwareCopyQueue, SoftwareEngi
 from drivers.host_memory import HostAllocator, HostBuffer
 from drivers.cpu_pool import CorePool
 from drivers.elf import LoadedImage
-from drivers.system import ffi
+from drivers.system import core_cache_bytes, ffi
 
 MIN_WORK_PER_THREAD = 1 << 14  # loop iterations x inner work below which another thread costs more than it saves
 CHUNKS_PER_THREAD = 4
@@ -139,7 +139,7 @@ class CPUDevice(HCQCompiled):
     self._pool: CorePool | None = None
     try: compiler = LLVMCompiler(isa, cpu, features, runs_here=True)
     except ValueError as e: raise SwitchError(f"DEV='{DEV!r}': {e}") from None
-    super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features, NUM_CPU_THREADS.value), compiler, self._program, CPUQueue, SoftwareCopyQueue)
+    super().__init__(device, HostAllocator(), LLVMRenderer(compiler.features, NUM_CPU_THREADS.value, core_cache_bytes()), compiler, self._program, CPUQueue, SoftwareCopyQueue)
     self.engines = {"compute": SoftwareEngine(self, "compute"), "copy": SoftwareEngine(self, "copy")}
 
   def _program(self, name: str, lib: bytes, spec: ProgramSpec) -> CPUProgram: return CPUProgram(self, name, lib, spec)

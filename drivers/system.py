@@ -48,6 +48,21 @@ def address_of(buf) -> int:
 RTLD_NOW = 2
 _libraries: dict[str | None, object] = {}
 
+CPU_CACHES = "/sys/devices/system/cpu/cpu0/cache"  # one indexN folder per cache of the first core (level, type, size)
+DEFAULT_CORE_CACHE = 1 << 20  # bytes assumed for a core's level-2 cache where the OS doesn't say (as on Zen 4, Skylake-SP)
+
+def core_cache_bytes(caches: str = CPU_CACHES) -> int:
+  """The size of a CPU core's level-2 cache, as Linux's sysfs reports it ("2048K"); DEFAULT_CORE_CACHE where it
+  doesn't (another OS, no level 2)."""
+  try:
+    for entry in sorted(os.listdir(caches)):
+      read = lambda name: pathlib.Path(caches, entry, name).read_text().strip()
+      if entry.startswith("index") and read("level") == "2" and read("type") in ("Unified", "Data"):
+        size = read("size")
+        return int(size[:-1]) << {"K": 10, "M": 20}[size[-1]] if size[-1] in "KM" else int(size)
+  except (OSError, ValueError, KeyError): pass
+  return DEFAULT_CORE_CACHE
+
 def find_symbol(name: str, libraries: tuple[str | None, ...] = (None, "libm.so.6", "libgcc_s.so.1")) -> int | None:
   """Address of a symbol in the process or in one of `libraries` (loaded on first use), or None."""
   for lib in libraries:

@@ -2,9 +2,10 @@
 by hand from the loads one reduction step makes, and the tile the heuristics pick from them; and the rules around the
 tile: accumulator lanes in flight, cache blocks of B panels, and the row blocks of transposing copies."""
 import numpy as np
+import pytest
 from tg import Tensor
 from ir.ops import Ops
-from codegen.heuristic import CACHE_BUDGET, GPU_MIN_THREADS, LANES_IN_FLIGHT, LONG_CHAIN, LONG_UNROLLED, PAGE_BYTES, TILE_SLACK, TRANSPOSE_BLOCK, _tile_model, hand_coded_optimizations
+from codegen.heuristic import CACHE_SHARE, GPU_MIN_THREADS, LANES_IN_FLIGHT, LONG_CHAIN, LONG_UNROLLED, PAGE_BYTES, TILE_SLACK, TRANSPOSE_BLOCK, _tile_model, hand_coded_optimizations
 from codegen.kernel import AxisType, Kernel, Opt, OptOps
 from codegen.llvmir import LLVMRenderer
 from codegen.ptx import PTXRenderer
@@ -77,15 +78,24 @@ def test_the_smallest_tile_within_the_slack_of_the_cheapest_is_made():
   assert model({0: 2})[0] <= TILE_SLACK * model({0: 16})[0] < model({0: 1})[0]
 
 def test_a_panel_filling_the_cache_budget_puts_the_panel_loop_outside():
-  """8192 x 8192: one 2-panel block of b is 4 bytes x 8192 steps x 32 columns = 1 MiB, the whole CACHE_BUDGET, so
-  blocks of one panel pair each stay in cache while every row reads them: the panel axis (axis 2 once the
-  8-row tile is split off) becomes the outermost loop, whole. 4096: two panel pairs fit, in blocks of 2."""
-  assert CACHE_BUDGET == 4 * 8192 * 32
+  """8192 x 8192: one 2-panel block of b is 4 bytes x 8192 steps x 32 columns = 1 MiB, the whole share of a 2 MiB
+  core cache a block may hold, so blocks of one panel pair each stay in cache while every row reads them: the panel
+  axis (axis 2 once the 8-row tile is split off) becomes the outermost loop, whole. 4096: two panel pairs fit, in
+  blocks of 2."""
+  assert AVX512.core_cache_bytes // CACHE_SHARE == 4 * 8192 * 32
   for n, thread in ((8192, Opt(OptOps.THREAD, 2, 0)), (4096, Opt(OptOps.THREAD, 2, 2))):
     k = packed_matmul_kernel(n, 16)
     opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
     assert [o for o in opts if o.op is OptOps.THREAD] == [thread], n
     assert k.full_shape[0] == n // 32 // max(thread.amt, 1), (n, k.full_shape)
+
+@pytest.mark.parametrize("cache, pairs", [(1 << 20, 0), (2 << 20, 2), (8 << 20, 8)])
+def test_cache_blocks_hold_a_share_of_the_core_cache_the_renderer_names(cache, pairs):
+  """A 4096 matmul's panel pair is 4 bytes x 4096 steps x 32 columns = 512 KiB: a core cache of 1 MiB takes blocks of
+  one pair (the panel axis outside, whole), 2 MiB of two, 8 MiB of eight (16 blocks)."""
+  k = Kernel(packed_matmul_kernel(4096, 16).ast, LLVMRenderer("+avx512f", 2, cache))
+  opts = hand_coded_optimizations(k, AVX512.vector_width, AVX512.vector_registers)
+  assert [o for o in opts if o.op is OptOps.THREAD] == [Opt(OptOps.THREAD, 2, pairs)], cache
 
 def test_cache_blocks_come_in_a_count_that_the_cores_share_evenly():
   """A 896 matmul's b panels (28 pairs under its 14x2 tile, 114 KiB each) fit the cache budget in blocks of up to 8

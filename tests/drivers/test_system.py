@@ -1,10 +1,10 @@
 """The OS seam: ioctl errors name the request, PCI enumeration reads sysfs, and the MOCK interface routes device
 files to software models."""
-import errno, os
+import errno, os, shutil, subprocess
 import pytest
 from drivers.amd import kfd
 from drivers.mock import DeviceModel, MockSystem
-from drivers.system import IOR, IOWR, PCIDevice, System, ffi, real_system, system_for
+from drivers.system import CPU_CACHES, DEFAULT_CORE_CACHE, IOR, IOWR, PCIDevice, System, core_cache_bytes, ffi, real_system, system_for
 
 def test_ioctl_numbers_follow_the_kernel_encoding():
   assert IOR("K", 0x01, 8) == 0x80084B01 and IOWR("K", 0x02, 88) == 0xC0584B02
@@ -88,3 +88,25 @@ def test_vfio_device_through_a_model():
   assert model.calls == ["VFIO_GET_API_VERSION", "VFIO_GROUP_GET_STATUS", "VFIO_GROUP_SET_CONTAINER", "VFIO_SET_IOMMU",
                          "VFIO_GROUP_GET_DEVICE_FD", "VFIO_DEVICE_GET_INFO", "VFIO_DEVICE_GET_REGION_INFO"]
   with pytest.raises(ValueError, match="1 regions"): dev.region(3)
+
+def test_a_cores_cache_size_is_its_level_2_cache_from_sysfs(tmp_path):
+  """The level-2 entry among a core's caches, whatever its index (here after two level-1 ones and before the shared
+  level 3), in K or M; the default where there is no level 2 or no sysfs."""
+  def caches(*entries) -> str:
+    root = tmp_path / f"cpu{len(list(tmp_path.iterdir()))}"
+    for i, (level, kind, size) in enumerate(entries):
+      (d := root / f"index{i}").mkdir(parents=True)
+      for name, text in (("level", level), ("type", kind), ("size", size)): (d / name).write_text(f"{text}\n")
+    return str(root)
+  l1 = [("1", "Data", "48K"), ("1", "Instruction", "32K")]
+  assert core_cache_bytes(caches(*l1, ("2", "Unified", "1280K"), ("3", "Unified", "307200K"))) == 1280 * 1024
+  assert core_cache_bytes(caches(*l1, ("2", "Unified", "2M"))) == 2 << 20
+  assert core_cache_bytes(caches(*l1)) == DEFAULT_CORE_CACHE
+  assert core_cache_bytes(str(tmp_path / "absent")) == DEFAULT_CORE_CACHE
+
+@pytest.mark.skipif(not os.path.isdir(CPU_CACHES) or shutil.which("getconf") is None, reason="needs Linux's sysfs and getconf")
+def test_this_machines_core_cache_matches_getconf():
+  """glibc's getconf reads the level-2 size its own way (CPUID on x86)."""
+  reported = subprocess.run(["getconf", "LEVEL2_CACHE_SIZE"], capture_output=True, text=True).stdout.strip()
+  if not reported.isdigit() or int(reported) == 0: pytest.skip(f"getconf reports no level-2 size ({reported!r})")
+  assert core_cache_bytes() == int(reported)
