@@ -11,7 +11,8 @@ class Renderer:
   has_local: bool = False            # workgroups with shared memory (GPUs)
   splits_across_cores: bool = False  # the outer loop (Kernel.core_axes) is split into [core_start, core_end) chunks (CPU)
   cores: int = 1                     # ... over this many threads
-  core_cache_bytes: int = 2 << 20    # one core's own (level-2) cache, which CPU kernels block their reused data for
+  core_cache_bytes: int = 2 << 20    # one core's own (level-2) cache, which CPU kernels block their reused data for (the
+                                     # CPU device passes the host's; 2 MiB: the L2 the CPU thresholds were measured with)
   launch_dims: int = 0               # > 0: global axes become launch indices (at most this many dims) instead of loops
   vector_width: int = 4              # float lanes per vector register
   vector_registers: int = 16         # vector registers a thread has for its register tile and operands

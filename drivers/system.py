@@ -59,8 +59,8 @@ def core_cache_bytes(caches: str = CPU_CACHES) -> int:
       read = lambda name: pathlib.Path(caches, entry, name).read_text().strip()
       if entry.startswith("index") and read("level") == "2" and read("type") in ("Unified", "Data"):
         size = read("size")
-        return int(size[:-1]) << {"K": 10, "M": 20}[size[-1]] if size[-1] in "KM" else int(size)
-  except (OSError, ValueError, KeyError): pass
+        return int(size.rstrip("KM")) * {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+  except (OSError, ValueError): pass
   return DEFAULT_CORE_CACHE
 
 def find_symbol(name: str, libraries: tuple[str | None, ...] = (None, "libm.so.6", "libgcc_s.so.1")) -> int | None:
