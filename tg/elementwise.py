@@ -1,7 +1,7 @@
 """Elementwise Tensor ops: arithmetic and its operators, comparisons, bitwise ops, casts, math functions and
 activations. Everything is built from the primitive ALU ops of the IR."""
 from __future__ import annotations
-import math
+import decimal, math, struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, truncate
@@ -16,6 +16,14 @@ PI_2_LO = 6.123233995736766e-17  # pi/2 minus the float64 nearest it
 if TYPE_CHECKING: from tg.tensor import Tensor
 
 LOG2_E, LN_2 = 1 / math.log(2), math.log(2)
+
+def _ln2_split() -> tuple[float, float]:
+  """ln 2 as LN2_HI + LN2_LO in float64: LN2_HI with its low 21 mantissa bits zero, so n * LN2_HI is exact for
+  |n| < 2**21; LN2_LO the rest, from ln 2 to 40 digits (math.log(2)'s own rounding would be n times too big an error)."""
+  exact = decimal.Context(prec=40).ln(decimal.Decimal(2))
+  hi = struct.unpack("<d", struct.pack("<Q", struct.unpack("<Q", struct.pack("<d", float(exact)))[0] & ~((1 << 21) - 1)))[0]
+  return hi, float(exact - decimal.Decimal(hi))
+LN2_HI, LN2_LO = _ln2_split()
 
 def _by_zero_is_zero(quotient: Tensor, divisor: Tensor) -> Tensor:
   """Integer division and modulo by zero give 0 as in numpy (PyTorch raises, which would need the divisor read back)."""
@@ -39,6 +47,7 @@ def _pow_grad(g: Tensor, out: Tensor, base: Tensor, exp: Tensor) -> tuple[Tensor
 def _sigmoid_grad(g: Tensor, s: Tensor, x: Tensor) -> tuple[Tensor]: return (g * s * (1 - s),)
 def _relu_grad(g: Tensor, out: Tensor, x: Tensor) -> tuple[Tensor]: return ((out <= 0).where(0, g),)  # out <= 0 exactly where x <= 0
 def _tanh_grad(g: Tensor, t: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (1 - t * t),)
+def _exp_grad(g: Tensor, out: Tensor, x: Tensor) -> tuple[Tensor]: return (g * out,)
 def _erf_grad(g: Tensor, y: Tensor, x: Tensor) -> tuple[Tensor]: return (g * (2 / math.sqrt(math.pi)) * (-(x * x)).exp(),)
 
 class ElementwiseMixin:
@@ -315,7 +324,20 @@ class ElementwiseMixin:
     return x if isinstance(x, type(self)) else type(self)(x, device=self.device)
 
   # ---------------- math ----------------
-  def exp(self) -> Tensor: return (self._float() * LOG2_E)._unary(Ops.EXP2)
+  def exp(self) -> Tensor:
+    x = self._float()
+    return _with_grad(x._exp_float64(), _exp_grad, x) if x.dtype == dtypes.float64 else (x * LOG2_E)._unary(Ops.EXP2)
+  def _exp_float64(self) -> Tensor:
+    """exp within about an ulp: x = n ln2 + r with |r| <= ln2/2 (ln 2 in two parts), exp2(r log2 e) times 2**n as two
+    powers of two built from their bits (x clamped to where exp is 0 and inf, NaN put back). exp2(x log2 e) alone was
+    430 ulps off near x = 700: the product's rounding error, |x| ulps of it, is multiplied into the result."""
+    clamped = self.clip(-746.0, 710.0)
+    n = (clamped * LOG2_E).round()
+    r = clamped - n * LN2_HI - n * LN2_LO
+    k = n.cast(dtypes.int64)
+    half = k // 2
+    def power_of_two(e: Tensor) -> Tensor: return ((e + 1023) << 52).bitcast(dtypes.float64)
+    return self.isnan().where(self, (r * LOG2_E)._unary(Ops.EXP2) * power_of_two(half) * power_of_two(k - half))
   def exp2(self) -> Tensor: return self._float()._unary(Ops.EXP2)
   def log(self) -> Tensor: return self._float()._unary(Ops.LOG2) * LN_2
   def log2(self) -> Tensor: return self._float()._unary(Ops.LOG2)
