@@ -29,7 +29,10 @@ def _cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
   if dst.scalar == dtypes.bool: return x != 0
   if dtypes.is_int(dst) and dtypes.is_float(src):  # saturating, NaN -> 0 (like LLVM's fptosi.sat)
     info = np.iinfo(np_type(dst))
-    return np.nan_to_num(np.clip(x, info.min, info.max), nan=0).astype(np_type(dst))
+    # compared with the range's ends as powers of two: a clip to info.max rounds up to 2**31 in float32 and wraps
+    high, low = x >= float(info.max) + 1, x < float(info.min)
+    inside = np.where(high | low | np.isnan(x), 0, x).astype(np_type(dst))
+    return np.where(high, info.max, np.where(low, info.min, inside)).astype(np_type(dst))
   out = x.astype(np_type(dst))
   return round_bf16(out) if dst.scalar == dtypes.bfloat16 else out
 

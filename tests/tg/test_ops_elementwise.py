@@ -584,6 +584,17 @@ def test_cast(src, dst, values):
   assert out.dtype == Tensor(ref).dtype
   np.testing.assert_array_equal(out.numpy(), ref)
 
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+@pytest.mark.parametrize("dst", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64])
+def test_float_to_int_casts_saturate_and_take_nan_to_zero(src, dst):
+  """Out of the integer type's range, a float becomes its nearest end and NaN becomes 0 (LLVM's fptosi.sat, which
+  the CPU renders with compares and selects); in range it truncates toward zero."""
+  skip_refused(src, dst)
+  x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1e20, -1e20, 2147483520.0, 255.9, 256.0, 127.5, -128.5, 1.5, -1.5, -0.7, -0.0], src)
+  info = np.iinfo(dst)
+  want = [0 if np.isnan(v) else info.max if v >= info.max + 1.0 else info.min if v < info.min else int(np.trunc(v)) for v in x.astype(np.float64)]
+  np.testing.assert_array_equal(Tensor(x).cast(Tensor(np.zeros(1, dst)).dtype).numpy().astype(np.int64), np.array(want, np.int64))
+
 def test_cast_by_name_and_shortcuts():
   t = Tensor([1.7, -2.2])
   assert t.cast("int32").dtype == dtypes.int32 and t.int().dtype == dtypes.int32 and t.half().dtype == dtypes.float16
