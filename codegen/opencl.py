@@ -180,7 +180,8 @@ class _Kernel(LaneKernel):
     if src == dtypes.bool: return f"(({dt_})({x} ? 1 : 0))"
     if dt_ == "float" and dst != dtypes.float32: return self.round_to(dst, f"convert_float({x})")
     if st == dt_: return x
-    if dtypes.is_float(src) and not dtypes.is_float(dst): return f"convert_{dt_}_sat_rtz({x})"  # NaN -> 0, out of range saturates
+    if dtypes.is_float(src) and not dtypes.is_float(dst):  # out of range saturates; NaN -> 0 as the spec says, which Intel's
+      return f"(isnan({x}) ? ({dt_})0 : convert_{dt_}_sat_rtz({x}))"  # CPU runtime doesn't do for unsigned (NaN -> UINT_MAX)
     return f"convert_{dt_}({x})"
 
   def bitcast(self, x: str, src: DType, dst: DType) -> str:
