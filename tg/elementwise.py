@@ -4,7 +4,7 @@ from __future__ import annotations
 import decimal, math, struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
-from ir.dtype import DType, dtypes, least_upper_dtype, least_upper_float, to_dtype, truncate
+from ir.dtype import DType, bits_of, dtypes, least_upper_dtype, least_upper_float, to_dtype, truncate
 from ir.ops import Ops
 from ir.uop import UOp
 from ir.helpers import prod
@@ -21,10 +21,10 @@ def _ln2_split() -> tuple[float, float]:
   """ln 2 as LN2_HI + LN2_LO in float64: LN2_HI with its low 21 mantissa bits zero, so n * LN2_HI is exact for
   |n| < 2**21; LN2_LO the rest, from ln 2 to 40 digits (math.log(2)'s own rounding would be n times too big an error)."""
   exact = decimal.Context(prec=40).ln(decimal.Decimal(2))
-  hi = struct.unpack("<d", struct.pack("<Q", struct.unpack("<Q", struct.pack("<d", float(exact)))[0] & ~((1 << 21) - 1)))[0]
+  hi = struct.unpack("<d", struct.pack("<Q", bits_of(float(exact), dtypes.float64) & ~((1 << 21) - 1)))[0]
   return hi, float(exact - decimal.Decimal(hi))
 LN2_HI, LN2_LO = _ln2_split()
-SHIFTER_F64 = 1.5 * 2.0 ** 52  # its sum with an integer-valued float64 n holds n in its low bits (1.5 * 2**52 itself: 0x4338 << 48)
+SHIFTER_F64 = 1.5 * 2.0 ** 52  # its sum with an integer-valued float64 n holds n in its low bits
 
 def _by_zero_is_zero(quotient: Tensor, divisor: Tensor) -> Tensor:
   """Integer division and modulo by zero give 0 as in numpy (PyTorch raises, which would need the divisor read back)."""
@@ -336,7 +336,7 @@ class ElementwiseMixin:
     clamped = self.clip(-746.0, 710.0)
     n = (clamped * LOG2_E + 0.5).floor()
     r = clamped - n * LN2_HI - n * LN2_LO
-    k = (n + SHIFTER_F64).bitcast(dtypes.int64) - (0x4338 << 48)
+    k = (n + SHIFTER_F64).bitcast(dtypes.int64) - bits_of(SHIFTER_F64, dtypes.float64)
     half = k >> 1  # floor(k / 2), negative k too
     def power_of_two(e: Tensor) -> Tensor: return ((e + 1023) << 52).bitcast(dtypes.float64)
     return self.isnan().where(self, (r * LOG2_E)._unary(Ops.EXP2) * power_of_two(half) * power_of_two(k - half))
