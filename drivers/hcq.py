@@ -44,21 +44,23 @@ class HCQSignal:
                busy: Callable[[frozenset], bool] = lambda seen: False):
     assert mem.dtype == np.uint64 and mem.size >= 2
     self.mem, self.owner, self.name, self.va, self.ticks_per_us, self.busy = mem, owner, name, va, ticks_per_us, busy
+    self.words = memoryview(mem).cast("B").cast("Q")  # mem's two words: a memoryview reads one in a third of numpy's time
     self.idle: Callable[[], None] = lambda: time.sleep(50e-6)
   def __repr__(self) -> str: return f"<{self.name} of {self.owner} = {self.value}>"
   @property
-  def value(self) -> int: return int(self.mem[0])
+  def value(self) -> int: return self.words[0]
   @value.setter
-  def value(self, v: int) -> None: self.mem[0] = v
+  def value(self, v: int) -> None: self.words[0] = v
   @property
-  def timestamp(self) -> float: return float(self.mem[1]) / self.ticks_per_us
-  def stamp(self) -> None: self.mem[1] = int(time.perf_counter() * 1e6)
+  def timestamp(self) -> float: return self.words[1] / self.ticks_per_us
+  def stamp(self) -> None: self.words[1] = int(time.perf_counter() * 1e6)
   def wait(self, value: int, timeout_ms: int | None = None, failed: Callable[[], bool] = lambda: False) -> None:
     """Block until value >= `value`, or until `failed()` (the writer has stopped). The timeout (HCQDEV_WAIT_TIMEOUT_MS
     by default) is time without progress: it starts again when the value moves or the writer is busy, so a long
     kernel is no timeout. HCQTimeoutError names the device, the signal, the value seen and the value waited for."""
+    if (seen := self.value) >= value: return
     timeout_ms = HCQDEV_WAIT_TIMEOUT_MS.value if timeout_ms is None else timeout_ms
-    seen, deadline, spins = self.value, time.perf_counter() + timeout_ms / 1000, 0
+    deadline, spins = time.perf_counter() + timeout_ms / 1000, 0
     while self.value < value:
       spins += 1
       if spins > 1000:
@@ -188,7 +190,11 @@ class SoftwareEngine:
     i = 0
     while i < len(words):
       cmd = words[i]
-      if cmd == "wait":
+      if cmd == "exec":
+        prg, nargs = words[i + 1], words[i + 2]
+        prg.execute(words[i + 3:i + 3 + nargs], words[i + 3 + nargs], words[i + 4 + nargs])
+        i += 5 + nargs
+      elif cmd == "wait":
         if words[i + 1].value < words[i + 2]:
           if inline: return i
           self.blocked = (words[i + 1], words[i + 2])
@@ -205,10 +211,6 @@ class SoftwareEngine:
       elif cmd == "timestamp":
         words[i + 1].stamp()
         i += 2
-      elif cmd == "exec":
-        prg, nargs = words[i + 1], words[i + 2]
-        prg.execute(words[i + 3:i + 3 + nargs], words[i + 3 + nargs], words[i + 4 + nargs])
-        i += 5 + nargs
       elif cmd == "copy":
         dest, src = words[i + 1], words[i + 2]
         dest[:words[i + 3]] = src[:words[i + 3]]
@@ -354,7 +356,9 @@ class HCQGraph:
     self.devices: list[HCQCompiled] = list(dict.fromkeys(dev_of(ei) for ei in items))
     self.base = UOp.variable("graph_base", 0, 2**62, dtypes.int64)
     self.signals = {d: d.new_signal("graph") for d in self.devices} if len(self.devices) > 1 else {}  # what devices wait for of each other
-    starts = [UOp.variable(f"start_{i}", 0, 2**62, dtypes.int64) for i in range(len(self.devices))]
+    self.input_names = [f"input{k}" for k in range(len(input_slots))]
+    self.timeline_names = [(f"start_{i}", f"end_{i}") for i in range(len(self.devices))]  # per device: the values its queue waits for and signals
+    starts = [UOp.variable(start, 0, 2**62, dtypes.int64) for start, _ in self.timeline_names]
     self.queues = {}
     self.timings: list[tuple[HCQCompiled, str, HCQSignal, HCQSignal]] = []  # with PROFILE: each call's timestamps
     for d in self.devices:  # every device waits for what was submitted to all of them before: earlier batches write what this one reads
@@ -364,7 +368,7 @@ class HCQGraph:
     count = {d: 0 for d in self.devices}
     writer: dict[int, tuple[HCQCompiled, int]] = {}  # buffer -> (device, signal offset after its last write)
     readers: dict[int, dict[HCQCompiled, int]] = {}  # buffer -> {device: signal offset after its last read}
-    def arg(b): return PatchSlot(f"input{input_slots[id(b)]}") if id(b) in input_slots else b.ensure_allocated()._buf
+    def arg(b): return PatchSlot(self.input_names[input_slots[id(b)]]) if id(b) in input_slots else b.ensure_allocated()._buf
     for ei in items:
       dev = dev_of(ei)
       q = self.queues[dev]
@@ -389,7 +393,7 @@ class HCQGraph:
     for i, d in enumerate(self.devices):  # each device's timeline passes the graph only once all of it ran: later work may reuse what it read
       for other in self.devices:
         if other is not d and count[other]: self.queues[d].wait(self.signals[other], self.base + count[other])
-      self.queues[d].signal(d.timeline_signal, UOp.variable(f"end_{i}", 0, 2**62, dtypes.int64)).bind(d)
+      self.queues[d].signal(d.timeline_signal, UOp.variable(self.timeline_names[i][1], 0, 2**62, dtypes.int64)).bind(d)
     self.replays = 0
   def _timed(self, dev: HCQCompiled, q: HWQueue, name: str, command: Callable[[], Any]) -> None:
     """Queue `command`, between timestamps of signals of its own when PROFILE was on at capture."""
@@ -400,11 +404,11 @@ class HCQGraph:
     q.timestamp(end)
     self.timings.append((dev, name, start, end))
   def __call__(self, inputs: list, user_vals: dict[str, int] | None = None) -> None:
-    var_vals: dict[str, Any] = {f"var:{k}": v for k, v in (user_vals or {}).items()}
-    var_vals.update({f"input{k}": b._buf for k, b in enumerate(inputs)})
+    var_vals: dict[str, Any] = {f"var:{k}": v for k, v in user_vals.items()} if user_vals else {}
+    var_vals.update(zip(self.input_names, [b._buf for b in inputs]))
     var_vals["graph_base"] = self.replays * self.span
     self.replays += 1
-    for i, d in enumerate(self.devices): var_vals[f"start_{i}"], var_vals[f"end_{i}"] = d.timeline_value - 1, d.next_timeline()
+    for d, (start, end) in zip(self.devices, self.timeline_names): var_vals[start], var_vals[end] = d.timeline_value - 1, d.next_timeline()
     for i, d in enumerate(self.devices):
       try: self.queues[d].submit(d, var_vals)
       except Exception:  # nothing of this replay reached the rest: give back their timeline values, or synchronize would wait for them

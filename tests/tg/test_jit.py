@@ -52,6 +52,18 @@ def test_the_same_input_tensor_changed_between_replays_is_read_again():
   x = x.reshape(2, 2)
   with pytest.raises(JitError, match="args mismatch"): f(x)
 
+def test_a_call_with_the_last_inputs_in_other_places_is_checked_again():
+  """A replay with the very inputs of the last checked call skips the checks; the same tensors at other positions,
+  under other names or twice are another call, checked and replayed with their own buffers."""
+  f = TinyJit(lambda x, y: (x * 2 + y).realize())
+  x, y = Tensor(np.array([1.0, 2.0], np.float32)).realize(), Tensor(np.array([3.0, 4.0], np.float32)).realize()
+  for _ in range(4): np.testing.assert_equal(f(x, y).numpy(), [5, 8])
+  np.testing.assert_equal(f(y, x).numpy(), [7, 10])
+  with pytest.raises(JitError, match="args mismatch"): f(x, y=y)
+  with pytest.raises(JitError, match="duplicate"): f(x, x)
+  np.testing.assert_equal(f(x, y).numpy(), [5, 8])
+  assert f.cnt == 6
+
 def test_misuse_errors():
   @TinyJit
   def reads_data(x):
