@@ -123,6 +123,9 @@ class _Kernel(_Function):
   def exp2(self, x: str, dt: DType) -> str: return self.exp2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("exp2", ltype(dt), [x])
   def log2(self, x: str, dt: DType) -> str: return self.log2_f64(x, ltype(dt)) if dt.scalar == dtypes.float64 else self.intrinsic("log2", ltype(dt), [x])
 
+  def quadrant_bits(self, k: str, t: str, ti: str) -> str:  # exact up to 2**31: AMD's sin has no libm for large lanes
+    return self.intrinsic("fptosi.sat", t, [k], ret_type=ti)
+
   def exp2_f64(self, x: str, t: str) -> str:
     """2**x = 2**n * 2**f with n = rint(x) and |f| <= 1/2 (f exact): 2**f by its Taylor series (terms (f ln2)^k / k!
     below 2**-56 after k = 14), scaled by ldexp. x is clamped to +-1100 first, beyond which the result is inf or 0."""

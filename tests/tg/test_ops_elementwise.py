@@ -318,6 +318,12 @@ def test_sin_is_accurate_relative_to_its_value():
   np.testing.assert_allclose(Tensor(x).sin().numpy(), np.sin(x.astype(np.float64)), rtol=4e-7, atol=0)
   assert np.signbit(Tensor([-0.0]).sin().numpy()[0])
 
+def test_sin_of_large_arguments_keeps_the_quadrant():
+  """Up to 1e8, within 1e-3 of the value: the reduction by pi/2 picks the right quadrant (an exact quadrant only below
+  2**22 made AMD's sin(7e6) 0.80 instead of -0.60); past 2**20 the float32 reductions lose digits, not the sign."""
+  x = np.array([1e5, -4e5, 1e6, 3e6, 7e6, -1e7, 3e7, 1e8, -5e7], dtype=np.float32)
+  np.testing.assert_allclose(Tensor(x).sin().numpy(), np.sin(x.astype(np.float64)), rtol=0, atol=1e-3)
+
 @pytest.mark.skipif(Device.DEFAULT == "WEBGPU", reason="WGSL bounds sin's error only absolutely (2^-11 over [-pi, pi])")
 def test_cos_is_accurate_relative_to_its_value_near_half_pi():
   """Near +-pi/2, where cos is small, within a few ulp of its value (pi/2 - x rounded once made cos(1.570796) 14 % off)."""
