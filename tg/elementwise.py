@@ -396,10 +396,12 @@ class ElementwiseMixin:
   def acosh(self) -> Tensor: return (self + (self * self - 1).sqrt()).log()
   def atanh(self) -> Tensor: return ((1 + self) / (1 - self)).log() / 2
   def erf(self) -> Tensor:
-    """Abramowitz & Stegun 7.1.26 refined: max abs error 1.5e-7."""
+    """Abramowitz & Stegun 7.1.26 refined: max abs error 1.5e-7. It reads x clamped to [-6, 6], past which erf rounds to
+    +-1 in float64 too, so that exp(-x*x) stays a normal float (denormals took a 16M-element float32 erf from 3 to 45 ms)."""
     x = self._float()
-    t = 1.0 / (1.0 + 0.3275911 * x.abs())
-    y = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * (-(x * x)).exp()
+    xc = x.clamp(-6, 6)
+    t = 1.0 / (1.0 + 0.3275911 * xc.abs())
+    y = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * (-(xc * xc)).exp()
     return _with_grad(x.sign() * y, _erf_grad, x)  # the exact derivative; the fit's own is 0 at x = 0
   def trunc(self) -> Tensor: return self if not dtypes.is_float(self.dtype) else self._unary(Ops.TRUNC)
   def floor(self) -> Tensor:
