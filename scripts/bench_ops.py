@@ -5,7 +5,7 @@ peak/numpy, the most any kernel's ratio to numpy could be; plus the median build
 kernel. The eager column pays for building and scheduling the graph at every call; the JIT columns are the kernels and
 their launch. Each side is timed after a pause, so another library's worker threads that spin after a call
 (OpenBLAS's, OpenMP's) have gone idle. Switches: REPEAT (timed runs per case, default 5; they go on until they have
-lasted 0.2 s), SIZES (matmul sizes, default 256,512,1024,2048,4096)."""
+lasted 0.2 s), SIZES (matmul sizes, default 256,512,1024,2048,4096; then a.T @ b at 1024, a weight gradient's form)."""
 from __future__ import annotations
 import os, statistics, sys, time
 import numpy as np
@@ -84,6 +84,9 @@ def cases():
     ta, tb = Tensor(a).realize(), Tensor(b).realize()
     yield (f"matmul {n}", 2 * n ** 3, "GFLOPS", lambda ta=ta, tb=tb: ta @ tb, lambda a=a, b=b: a @ b,
            lambda torch, a=a, b=b: torch.from_numpy(a) @ torch.from_numpy(b))
+  a, b = rng.random((1024, 1024), dtype=np.float32), rng.random((1024, 1024), dtype=np.float32)
+  ta, tb = Tensor(a).realize(), Tensor(b).realize()
+  yield ("matmul 1024 a.T@b", 2 * 1024 ** 3, "GFLOPS", lambda: ta.T @ tb, lambda: a.T @ b, lambda torch: torch.from_numpy(a).T @ torch.from_numpy(b))
   n = 16 * 1024 * 1024  # 64 MiB of float32
   x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
   tx, ty = Tensor(x).realize(), Tensor(y).realize()

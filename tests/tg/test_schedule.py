@@ -50,6 +50,17 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
     assert kernels(x @ w) == expected, (rows, k)
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
+def test_a_cpu_matmul_through_panels_copies_a_transposed_left_operand():
+  """x.T @ w (a weight gradient's form) on the CPU, where w goes through panels: x.T, which steps along the reduce axis
+  a row of memory at a time, is first copied with that axis innermost (a third kernel); a contiguous x is read as it
+  is, and so is x.T where w is read in place. All equal numpy."""
+  rng = np.random.default_rng(0)
+  a, b = (rng.standard_normal(shape).astype(np.float32) for shape in ((1024, COPY_MIN_ROWS + 8), (1024, 768)))
+  ta, tb = Tensor(a, device="CPU").realize(), Tensor(b, device="CPU").realize()
+  for x, w, expected in ((ta.T, tb, 3), (ta.T.contiguous().realize(), tb, 2), (ta[:768].T, tb[:768], 1)):
+    assert kernels(x @ w) == expected, (x.shape, w.shape)
+    np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
+
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
   """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of COPY_MIN_ROWS rows: the
