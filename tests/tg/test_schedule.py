@@ -43,11 +43,14 @@ def test_matmul_bias_relu_is_one_kernel():
 def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
   """On the CPU, packing w into column panels (a copy kernel) pays once w is larger than PANEL_MIN_BYTES (2.25 MiB)
   and x has COPY_MIN_ROWS rows: a 768x768 w (2.25 MiB) is read in place, a 1024x768 one (3 MiB) through panels, unless
-  x has fewer rows. All equal numpy."""
+  x has fewer rows; so are smaller ones whose rows share cache sets: rows 4 KiB apart (256x1024, 1 MiB), or 2 KiB apart
+  over 1 MiB (1024x512), but not 512x512 (1 MiB). All equal numpy."""
   rng = np.random.default_rng(0)
-  for rows, k, expected in ((COPY_MIN_ROWS, 768, 1), (COPY_MIN_ROWS, 1024, 2), (COPY_MIN_ROWS - 1, 1024, 1)):
-    x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((rows, k), (k, 768)))
-    assert kernels(x @ w) == expected, (rows, k)
+  cases = ((COPY_MIN_ROWS, 768, 768, 1), (COPY_MIN_ROWS, 1024, 768, 2), (COPY_MIN_ROWS - 1, 1024, 768, 1),
+           (COPY_MIN_ROWS, 256, 1024, 2), (COPY_MIN_ROWS, 1024, 512, 2), (COPY_MIN_ROWS, 512, 512, 1))
+  for rows, k, m, expected in cases:
+    x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((rows, k), (k, m)))
+    assert kernels(x @ w) == expected, (rows, k, m)
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
 def test_a_cpu_matmul_through_panels_copies_a_transposed_left_operand():
