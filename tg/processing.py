@@ -92,10 +92,10 @@ PANEL_MIN_BYTES = 768 * 768 * 4  # ... when it is larger than this (about what a
 # in place ran 4-10% faster than packing plus the packed product (384-768 squared); at 1024 and 1536 squared, whose rows
 # of w are 4 and 6 KiB apart and share few cache sets, it ran at 40% of the packed speed
 
-# ... or when its rows are a multiple of 2 KiB apart and it is over 1 MiB, or a multiple of 4 KiB apart: such rows share
-# few cache sets (GFLOPS in place -> packed: w 1024x512 158 -> 393, 512x1024 183 -> 392, 256x1024 304 -> 384; 512x512,
-# 1 MiB, 433 in place against 347 packed; 512x1100, rows 4400 bytes apart, 354 -> 361)
-ALIASED_ROW_BYTES, ALIASED_MIN_BYTES = 2048, 1 << 20
+# ... or when its rows share few cache sets: (rows a multiple of this many bytes apart, w over this many bytes). GFLOPS in
+# place -> packed: w 1024x512 158 -> 393, 512x1024 183 -> 392, 256x1024 304 -> 384; but 512x512 (1 MiB) 433 in place
+# against 347 packed, and 512x1100 (rows 4400 bytes apart) 354 -> 361
+ALIASED_ROWS = ((4096, 0), (2048, 1 << 20))
 
 COPY_MIN_ROWS = 32  # x @ w copies w (into panels, or padded) only for an x of this many rows or more: the copy costs what
 # about 24 rows of the product gain (microseconds, read in place -> copied: 1024x1024 w packed, 16 rows 232-236 -> 306-327,
@@ -116,7 +116,7 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   lanes = _product_lanes(x, w)
   if not lanes or w.shape[1] % lanes: return 0
   size, row = w.numel() * w.dtype.itemsize, w.shape[1] * w.dtype.itemsize
-  aliased = row % (2 * ALIASED_ROW_BYTES) == 0 or (row % ALIASED_ROW_BYTES == 0 and size > ALIASED_MIN_BYTES)
+  aliased = any(row % apart == 0 and size > over for apart, over in ALIASED_ROWS)
   return lanes if size > PANEL_MIN_BYTES or copied or aliased else 0
 
 def _lane_padding(x: Tensor, w: Tensor) -> int:
