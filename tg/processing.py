@@ -126,6 +126,17 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included)."""
   return -w.shape[1] % (2 * lanes) if (lanes := _product_lanes(x, w)) else 0
 
+ROW_TILES = range(4, 9)  # rows a CPU matmul's register tile can hold: x with a row count that none of these divides
+ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows computed one at a time read all of w each:
+# x of 31x1024 @ 1024x1024 ran at 16 GFLOPS, 197x768 @ 768x768 at 147, 0.11x and 0.47x numpy)
+
+def _row_padding(x: Tensor, w: Tensor) -> int:
+  """Zero rows that give x @ w's register tile a whole number of steps on a CPU, or 0 (a row count some tile
+  divides, a small w, or not a CPU)."""
+  lanes, rows = _cpu_lanes(w), x.shape[-2]
+  if not lanes or w.ndim != 2 or not all_int((rows, *w.shape)) or min(w.shape) < PANEL_MIN or rows < ROW_PAD: return 0
+  return 0 if any(rows % tile == 0 for tile in ROW_TILES) else -rows % ROW_PAD
+
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)
 
 def _reduce_axis_innermost(x: Tensor, w: Tensor) -> bool:
@@ -156,7 +167,8 @@ class ProcessingMixin:
     """self @ w: 1-d operands are a row and a column, leading dims broadcast; with IMAGE=1 (floats) an image_dot."""
     if IMAGE and dtypes.is_float(self.dtype) and dtypes.is_float(w.dtype): return self.image_dot(w, dtype)
     x, w, squeeze_rows, squeeze_cols = _as_matrices(self, w)
-    k, columns = x.shape[-1], w.shape[-1]
+    k, rows, columns = x.shape[-1], x.shape[-2], w.shape[-1]
+    if (extra_rows := _row_padding(x, w)): x = x.pad(((0, 0),) * (x.ndim - 2) + ((0, extra_rows), (0, 0))).contiguous()
     if (extra := _lane_padding(x, w)): w = w.pad(((0, 0), (0, extra)))  # zero columns, dropped from the product below
     if (lanes := _panel_width(x, w, copied=bool(extra))):
       if _reduce_axis_strided(x): x = x.contiguous()
@@ -170,6 +182,7 @@ class ProcessingMixin:
       if _reduce_axis_innermost(x, w): w = w.contiguous()
       wt = w.transpose(-1, -2).reshape(*w.shape[:-2], 1, w.shape[-1], k)  # (..., 1, m, k)
       out = (x.reshape(*x.shape[:-1], 1, k) * wt).sum(-1, dtype=dtype)  # (..., n, 1, k) * (..., 1, m, k)
+    if extra_rows: out = out[..., :rows, :]
     return _squeezed(out[..., :columns] if extra else out, squeeze_rows, squeeze_cols)
   def matmul(self, w: Tensor, dtype: DType | str | None = None) -> Tensor: return self.dot(w, dtype)
   def image_dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:

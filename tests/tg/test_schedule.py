@@ -46,7 +46,7 @@ def test_a_cpu_matmul_packs_its_right_operand_only_when_it_outgrows_the_cache():
   x has fewer rows; so are smaller ones whose rows share cache sets: rows 4 KiB apart (256x1024, 1 MiB), or 2 KiB apart
   over 1 MiB (1024x512), but not 512x512 (1 MiB). All equal numpy."""
   rng = np.random.default_rng(0)
-  cases = ((COPY_MIN_ROWS, 768, 768, 1), (COPY_MIN_ROWS, 1024, 768, 2), (COPY_MIN_ROWS - 1, 1024, 768, 1),
+  cases = ((COPY_MIN_ROWS, 768, 768, 1), (COPY_MIN_ROWS, 1024, 768, 2), (COPY_MIN_ROWS - 4, 1024, 768, 1),
            (COPY_MIN_ROWS, 256, 1024, 2), (COPY_MIN_ROWS, 1024, 512, 2), (COPY_MIN_ROWS, 512, 512, 1))
   for rows, k, m, expected in cases:
     x, w = (Tensor(rng.standard_normal(shape).astype(np.float32), device="CPU").realize() for shape in ((rows, k), (k, m)))
@@ -64,14 +64,32 @@ def test_a_cpu_matmul_through_panels_copies_a_transposed_left_operand():
     assert kernels(x @ w) == expected, (x.shape, w.shape)
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
+@pytest.mark.parametrize("rows, computed", [(197, 200), (31, 32), (196, 196), (77, 77)])
+def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, computed):
+  """x with a row count that nothing from 4 to 8 divides (197 and 31 are prime) gets zero rows up to a multiple of 8 on
+  the CPU: the product kernel computes those rows too, and the result, and both gradients, have x's own rows. 196
+  (4 x 49) and 77 (7 x 11) are read as they are."""
+  k, m = 256, 256
+  rng = np.random.default_rng(0)
+  xn, wn = rng.standard_normal((rows, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
+  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
+  out = x @ w
+  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+  assert product.bufs[0].size == computed * m
+  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
+  (out * Tensor(np.arange(m, dtype=np.float32))).sum().backward()
+  g = np.broadcast_to(np.arange(m, dtype=np.float32), (rows, m))
+  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-2)
+  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
   """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of COPY_MIN_ROWS rows: the
   product kernel writes 64 vectors a row (its output buffer holds the padded columns), and the result, and both
   gradients, have w's own columns. An x of fewer rows reads w as it is."""
   lanes = Device["CPU"].renderer.vector_width
-  few = [i for i in (Tensor.empty(COPY_MIN_ROWS - 1, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
-  assert [i.bufs[0].size for i in few] == [(COPY_MIN_ROWS - 1) * int(vectors * lanes)]
+  few = [i for i in (Tensor.empty(COPY_MIN_ROWS - 4, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
+  assert [i.bufs[0].size for i in few] == [(COPY_MIN_ROWS - 4) * int(vectors * lanes)]
   n, k, m = COPY_MIN_ROWS, 300, int(vectors * lanes)
   rng = np.random.default_rng(0)
   xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
