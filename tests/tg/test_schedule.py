@@ -82,6 +82,24 @@ def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, compu
   np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-2)
   np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
 
+@pytest.mark.parametrize("columns, computed", [(1021, 1024), (333, 336), (1000, 1000)])
+def test_a_cpu_matmul_of_few_rows_pads_columns_that_no_vector_divides(columns, computed):
+  """x of fewer than COPY_MIN_ROWS rows @ w with a column count that 4 lanes don't divide: w is copied with zero columns
+  to whole vectors on the CPU, the product computes them too, and the result and both gradients have w's own columns.
+  1000 columns (8 x 125) are read as they are."""
+  rows, k = 16, 256
+  rng = np.random.default_rng(0)
+  xn, wn = rng.standard_normal((rows, k)).astype(np.float32), rng.standard_normal((k, columns)).astype(np.float32)
+  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
+  out = x @ w
+  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+  assert product.bufs[0].size == rows * computed
+  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
+  (out * Tensor(np.arange(columns, dtype=np.float32))).sum().backward()
+  g = np.broadcast_to(np.arange(columns, dtype=np.float32), (rows, columns))
+  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-1)
+  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
   """w with 63.5 or 63 vector registers' worth of columns is padded with zeros to 64 for an x of COPY_MIN_ROWS rows: the
