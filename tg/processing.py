@@ -123,13 +123,17 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
   (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
-  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included). For an x of fewer rows, only columns
-  that no 4 lanes divide (1021, 333), which a kernel can't compute as vectors at all, are padded, to whole vectors
-  (16x1024 @ 1024x1021: 2.5 ms -> 0.16 ms copying + 0.28 ms)."""
+  1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included). Other products of PAD_MIN_MACS or more
+  pad to whole vectors (255x777 @ 777x127: 4.2 ms -> 0.18 ms; 640x100 @ 100x300: 0.78 ms -> 0.14 ms), except an x of few
+  rows, whose copy of w costs more than half-vectors do, where 4 lanes divide the columns (16x1024 @ 1024x1021: 2.5 ms
+  -> 0.16 ms copying + 0.28 ms)."""
   if (lanes := _product_lanes(x, w)): return -w.shape[1] % (2 * lanes)
   lanes = _cpu_lanes(w)
-  if not lanes or w.ndim != 2 or not all_int(w.shape) or min(w.shape) < PANEL_MIN: return 0
-  return -w.shape[1] % lanes if w.shape[1] % 4 else 0
+  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)) or x.numel() * w.shape[1] < PAD_MIN_MACS: return 0
+  if min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS and w.shape[1] % 4 == 0: return 0
+  return -w.shape[1] % lanes
+
+PAD_MIN_MACS = 1 << 21  # multiply-adds of a product below which padding w's columns costs more than it saves
 
 ROW_TILES = range(4, 9)  # rows a CPU matmul's register tile can hold: x with a row count that none of these divides
 ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows computed one at a time read all of w each:
