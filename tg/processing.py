@@ -119,6 +119,8 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   aliased = any(row % apart == 0 and size > over for apart, over in ALIASED_ROWS)
   return lanes if size > PANEL_MIN_BYTES or copied or aliased else 0
 
+PAD_MIN_MACS = 1 << 21  # multiply-adds of a product below which padding w's columns costs more than it saves
+
 def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
@@ -132,8 +134,6 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)) or x.numel() * w.shape[1] < PAD_MIN_MACS: return 0
   if min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS and w.shape[1] % 4 == 0: return 0
   return -w.shape[1] % lanes
-
-PAD_MIN_MACS = 1 << 21  # multiply-adds of a product below which padding w's columns costs more than it saves
 
 ROW_TILES = range(4, 9)  # rows a CPU matmul's register tile can hold: x with a row count that none of these divides
 ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows computed one at a time read all of w each:
