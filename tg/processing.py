@@ -119,7 +119,9 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   aliased = any(row % apart == 0 and size > over for apart, over in ALIASED_ROWS)
   return lanes if size > PANEL_MIN_BYTES or copied or aliased else 0
 
-PAD_MIN_MACS = 1 << 21  # multiply-adds of a product below which padding w's columns costs more than it saves
+# multiply-adds of a product below which padding w's columns costs more than it saves: columns that 4 lanes divide
+# (half-vectors), and columns no vector divides (a kernel without vectors: 384x100 @ 100x31 278 -> 38 us)
+PAD_MIN_MACS, UNVECTORIZED_PAD_MIN_MACS = 1 << 21, 1 << 16
 
 def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
@@ -131,9 +133,11 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   -> 0.16 ms copying + 0.28 ms)."""
   if (lanes := _product_lanes(x, w)): return -w.shape[1] % (2 * lanes)
   lanes = _cpu_lanes(w)
-  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)) or x.numel() * w.shape[1] < PAD_MIN_MACS: return 0
-  if min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS and w.shape[1] % 4 == 0: return 0
-  return -w.shape[1] % lanes
+  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)): return 0
+  macs, m = x.numel() * w.shape[1], w.shape[1]
+  if m % 4: return -m % lanes if macs >= UNVECTORIZED_PAD_MIN_MACS else 0
+  few_rows = min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS
+  return -m % lanes if macs >= PAD_MIN_MACS and not few_rows else 0
 
 ROW_TILES = range(4, 9)  # rows a CPU matmul's register tile can hold: x with a row count that none of these divides
 ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows computed one at a time read all of w each:
