@@ -128,16 +128,16 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
   (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
   1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included). Other products of PAD_MIN_MACS or more
-  pad to whole vectors (255x777 @ 777x127: 4.2 ms -> 0.18 ms; 640x100 @ 100x300: 0.78 ms -> 0.14 ms), except an x of few
-  rows, whose copy of w costs more than half-vectors do, where 4 lanes divide the columns (16x1024 @ 1024x1021: 2.5 ms
-  -> 0.16 ms copying + 0.28 ms)."""
+  pad to whole vectors (255x777 @ 777x127: 4.2 ms -> 0.18 ms; 640x100 @ 100x300: 0.78 ms -> 0.14 ms; 24x256 @ 256x1500,
+  quarter vectors: 0.26 -> 0.21 ms), except an x of few rows @ a large w whose columns half-vectors divide: copying w costs more
+  than they lose (16x1024 @ 1024x1021: 2.5 ms -> 0.16 ms copying + 0.28 ms)."""
   if (lanes := _product_lanes(x, w)): return -w.shape[1] % (2 * lanes)
   lanes = _cpu_lanes(w)
   if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)): return 0
   macs, m = x.numel() * w.shape[1], w.shape[1]
   if m % 4: return -m % lanes if macs >= UNVECTORIZED_PAD_MIN_MACS else 0
   few_rows = min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS
-  return -m % lanes if macs >= PAD_MIN_MACS and not few_rows else 0
+  return -m % lanes if macs >= PAD_MIN_MACS and not (few_rows and m % (lanes // 2) == 0) else 0
 
 ROW_TILES = range(4, 9)  # rows a CPU matmul's register tile can hold: x with a row count that none of these divides
 ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows computed one at a time read all of w each:

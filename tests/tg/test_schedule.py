@@ -83,12 +83,12 @@ def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, compu
   np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
 
 @pytest.mark.parametrize("rows, k, columns, computed", [(16, 512, 1021, 1024), (16, 512, 333, 336), (16, 512, 1000, 1000),
-                                                       (640, 100, 300, 304), (8, 64, 100, 100)])
+                                                       (16, 512, 1500, 1504), (640, 100, 300, 304), (8, 64, 100, 100)])
 def test_a_cpu_matmul_pads_columns_to_whole_vectors(rows, k, columns, computed):
   """Outside the panel-packed products, w's columns are padded with zeros to whole vectors on the CPU (the product
   computes them too; the result and both gradients have w's own columns): for x of fewer than COPY_MIN_ROWS rows and a
-  large w only where 4 lanes don't divide them (1000 = 8 x 125 is read as it is), and not for a product of fewer than
-  PAD_MIN_MACS multiply-adds."""
+  large w only where half-vectors don't divide them (1000 = 8 x 125 is read as it is, 1500 = 4 x 375 isn't), and not for
+  a product of fewer than PAD_MIN_MACS multiply-adds."""
   rng = np.random.default_rng(0)
   xn, wn = rng.standard_normal((rows, k)).astype(np.float32), rng.standard_normal((k, columns)).astype(np.float32)
   x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
