@@ -64,23 +64,27 @@ def test_a_cpu_matmul_through_panels_copies_a_transposed_left_operand():
     assert kernels(x @ w) == expected, (x.shape, w.shape)
     np.testing.assert_allclose((x @ w).numpy(), x.numpy() @ w.numpy(), rtol=1e-4, atol=1e-3)
 
+def check_cpu_product(n: int, k: int, m: int, computed_rows: int, computed_columns: int) -> None:
+  """x (n x k) @ w (k x m) on the CPU: its product kernel writes computed_rows x computed_columns outputs, and the
+  result, and both gradients of a weighted sum of it, equal numpy's."""
+  rng = np.random.default_rng(0)
+  xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
+  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
+  out = x @ w
+  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
+  assert product.bufs[0].size == computed_rows * computed_columns
+  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
+  (out * Tensor(np.arange(m, dtype=np.float32))).sum().backward()
+  g = np.broadcast_to(np.arange(m, dtype=np.float32), (n, m))
+  for got, expected in ((x.grad, g @ wn.T), (w.grad, xn.T @ g)):
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-6 * np.abs(expected).max())
+
 @pytest.mark.parametrize("rows, computed", [(197, 200), (31, 32), (196, 196), (77, 77)])
 def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, computed):
   """x with a row count that nothing from 4 to 8 divides (197 and 31 are prime) gets zero rows up to a multiple of 8 on
   the CPU: the product kernel computes those rows too, and the result, and both gradients, have x's own rows. 196
   (4 x 49) and 77 (7 x 11) are read as they are."""
-  k, m = 256, 256
-  rng = np.random.default_rng(0)
-  xn, wn = rng.standard_normal((rows, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
-  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
-  out = x @ w
-  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
-  assert product.bufs[0].size == computed * m
-  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
-  (out * Tensor(np.arange(m, dtype=np.float32))).sum().backward()
-  g = np.broadcast_to(np.arange(m, dtype=np.float32), (rows, m))
-  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-2)
-  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+  check_cpu_product(rows, 256, 256, computed, 256)
 
 @pytest.mark.parametrize("rows, k, columns, computed", [(16, 512, 1021, 1024), (16, 512, 333, 336), (16, 512, 1000, 1000),
                                                        (16, 512, 1500, 1504), (640, 100, 300, 304), (8, 64, 100, 100)])
@@ -89,17 +93,7 @@ def test_a_cpu_matmul_pads_columns_to_whole_vectors(rows, k, columns, computed):
   computes them too; the result and both gradients have w's own columns): for x of fewer than COPY_MIN_ROWS rows and a
   large w only where half-vectors don't divide them (1000 = 8 x 125 is read as it is, 1500 = 4 x 375 isn't), and not for
   a product of fewer than PAD_MIN_MACS multiply-adds."""
-  rng = np.random.default_rng(0)
-  xn, wn = rng.standard_normal((rows, k)).astype(np.float32), rng.standard_normal((k, columns)).astype(np.float32)
-  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
-  out = x @ w
-  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
-  assert product.bufs[0].size == rows * computed
-  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
-  (out * Tensor(np.arange(columns, dtype=np.float32))).sum().backward()
-  g = np.broadcast_to(np.arange(columns, dtype=np.float32), (rows, columns))
-  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-1)
-  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+  check_cpu_product(rows, k, columns, rows, computed)
 
 @pytest.mark.parametrize("vectors", [63.5, 63])
 def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_columns(vectors):
@@ -109,18 +103,7 @@ def test_a_cpu_matmul_computes_whole_pairs_of_vectors_and_drops_the_extra_column
   lanes = Device["CPU"].renderer.vector_width
   few = [i for i in (Tensor.empty(COPY_MIN_ROWS - 4, 300) @ Tensor.empty(300, int(vectors * lanes))).schedule() if i.ast.op.name == "SINK"]
   assert [i.bufs[0].size for i in few] == [(COPY_MIN_ROWS - 4) * int(vectors * lanes)]
-  n, k, m = COPY_MIN_ROWS, 300, int(vectors * lanes)
-  rng = np.random.default_rng(0)
-  xn, wn = rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(np.float32)
-  x, w = Tensor(xn, device="CPU", requires_grad=True), Tensor(wn, device="CPU", requires_grad=True)
-  out = x @ w
-  (product,) = [i for i in out.schedule() if any(u.op.name == "REDUCE_AXIS" for u in i.ast.toposort())]
-  assert product.bufs[0].size == n * 64 * lanes
-  np.testing.assert_allclose(out.numpy(), xn @ wn, rtol=1e-4, atol=1e-4)
-  (out * Tensor(np.arange(m, dtype=np.float32))).sum().backward()
-  g = np.broadcast_to(np.arange(m, dtype=np.float32), (n, m))
-  np.testing.assert_allclose(x.grad.numpy(), g @ wn.T, rtol=1e-4, atol=1e-2)
-  np.testing.assert_allclose(w.grad.numpy(), xn.T @ g, rtol=1e-4, atol=1e-2)
+  check_cpu_product(COPY_MIN_ROWS, 300, int(vectors * lanes), COPY_MIN_ROWS, 64 * lanes)
 
 def test_a_cpu_matmul_copies_a_transposed_right_operand_with_a_short_reduce_axis():
   """q @ k.T reads k along the reduce axis contiguously; on the CPU k is first copied with the output axis innermost
