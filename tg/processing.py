@@ -120,7 +120,7 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
   return lanes if size > PANEL_MIN_BYTES or copied or aliased else 0
 
 # multiply-adds of a product below which padding w's columns costs more than it saves: columns that 4 lanes divide
-# (half-vectors), and columns no vector divides (a kernel without vectors: 384x100 @ 100x31 278 -> 38 us)
+# (part-vectors), and columns that they don't (a kernel without vectors: 384x100 @ 100x31 278 -> 38 us)
 PAD_MIN_MACS, UNVECTORIZED_PAD_MIN_MACS = 1 << 21, 1 << 16
 
 def _lane_padding(x: Tensor, w: Tensor) -> int:
@@ -129,8 +129,8 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   (1808 = 113 x 16) leaves the register tile one vector wide (squared, GFLOPS unpadded -> padded: 1000 232 -> 408-440,
   1800 417 -> 460, 3000 229 -> 456; the padding and the dropped columns included). Other products of PAD_MIN_MACS or more
   pad to whole vectors (255x777 @ 777x127: 4.2 ms -> 0.18 ms; 640x100 @ 100x300: 0.78 ms -> 0.14 ms; 24x256 @ 256x1500,
-  quarter vectors: 0.26 -> 0.21 ms), except an x of few rows @ a large w whose columns half-vectors divide: copying w costs more
-  than they lose (16x1024 @ 1024x1021: 2.5 ms -> 0.16 ms copying + 0.28 ms)."""
+  quarter vectors: 0.26 -> 0.21 ms; 16x1024 @ 1024x1021: 2.5 ms -> 0.16 ms copying + 0.28 ms), except an x of few rows
+  @ a large w whose columns half-vectors divide: copying w costs more than they lose."""
   if (lanes := _product_lanes(x, w)): return -w.shape[1] % (2 * lanes)
   lanes = _cpu_lanes(w)
   if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)): return 0
