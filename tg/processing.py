@@ -135,7 +135,7 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   lanes = _cpu_lanes(w)
   if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)): return 0
   macs, m = x.numel() * w.shape[1], w.shape[1]
-  if m % 4: return -m % lanes if macs >= UNVECTORIZED_PAD_MIN_MACS else 0
+  if m % 4: return -m % lanes if macs >= UNVECTORIZED_PAD_MIN_MACS and m > 1 else 0  # one column: vectors along k
   few_rows = min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS
   return -m % lanes if macs >= PAD_MIN_MACS and not (few_rows and m % (lanes // 2) == 0) else 0
 

@@ -87,12 +87,13 @@ def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, compu
   check_cpu_product(rows, 256, 256, computed, 256)
 
 @pytest.mark.parametrize("rows, k, columns, computed", [(16, 512, 1021, 1024), (16, 512, 333, 336), (16, 512, 1000, 1000),
-                                                       (16, 512, 1500, 1504), (640, 100, 300, 304), (8, 64, 100, 100)])
+                                                       (16, 512, 1500, 1504), (640, 100, 300, 304), (8, 64, 100, 100),
+                                                       (127, 1024, 1, 1)])
 def test_a_cpu_matmul_pads_columns_to_whole_vectors(rows, k, columns, computed):
   """Outside the panel-packed products, w's columns are padded with zeros to whole vectors on the CPU (the product
   computes them too; the result and both gradients have w's own columns): for x of fewer than COPY_MIN_ROWS rows and a
-  large w only where half-vectors don't divide them (1000 = 8 x 125 is read as it is, 1500 = 4 x 375 isn't), and not for
-  a product of fewer than PAD_MIN_MACS multiply-adds."""
+  large w only where half-vectors don't divide them (1000 = 8 x 125 is read as it is, 1500 = 4 x 375 isn't), not for a
+  product of fewer than PAD_MIN_MACS multiply-adds, and not for one column (a matrix-vector product)."""
   check_cpu_product(rows, k, columns, rows, computed)
 
 @pytest.mark.parametrize("vectors", [63.5, 63])
