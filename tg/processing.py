@@ -145,10 +145,11 @@ ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows c
 
 def _row_padding(x: Tensor, w: Tensor) -> int:
   """Zero rows that give x @ w's register tile a whole number of steps on a CPU, or 0 (a row count some tile
-  divides, a small w, or not a CPU)."""
+  divides, a product of fewer than PAD_MIN_MACS multiply-adds, or not a CPU)."""
   lanes, rows = _cpu_lanes(w), x.shape[-2]
-  if not lanes or w.ndim != 2 or not all_int((rows, *w.shape)) or min(w.shape) < PANEL_MIN or rows < ROW_PAD: return 0
-  return 0 if any(rows % tile == 0 for tile in ROW_TILES) else -rows % ROW_PAD
+  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)) or rows < ROW_PAD: return 0
+  if x.numel() * w.shape[1] < PAD_MIN_MACS or any(rows % tile == 0 for tile in ROW_TILES): return 0
+  return -rows % ROW_PAD
 
 ROW_COPY_MAX_K = 512  # x @ w reads a w stored with k innermost through a copy up to this k (beyond, the copy costs more)
 

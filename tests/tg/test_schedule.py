@@ -79,12 +79,12 @@ def check_cpu_product(n: int, k: int, m: int, computed_rows: int, computed_colum
   for got, expected in ((x.grad, g @ wn.T), (w.grad, xn.T @ g)):
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-6 * np.abs(expected).max())
 
-@pytest.mark.parametrize("rows, computed", [(197, 200), (31, 32), (196, 196), (77, 77)])
-def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, computed):
+@pytest.mark.parametrize("rows, k, computed", [(197, 512, 200), (31, 512, 32), (196, 512, 196), (77, 512, 77), (31, 64, 31)])
+def test_a_cpu_matmul_pads_a_row_count_that_no_register_tile_divides(rows, k, computed):
   """x with a row count that nothing from 4 to 8 divides (197 and 31 are prime) gets zero rows up to a multiple of 8 on
   the CPU: the product kernel computes those rows too, and the result, and both gradients, have x's own rows. 196
-  (4 x 49) and 77 (7 x 11) are read as they are."""
-  check_cpu_product(rows, 256, 256, computed, 256)
+  (4 x 49) and 77 (7 x 11) are read as they are, and so is a product of fewer than PAD_MIN_MACS multiply-adds."""
+  check_cpu_product(rows, k, 256, computed, 256)
 
 @pytest.mark.parametrize("rows, k, columns, computed", [(16, 512, 1021, 1024), (16, 512, 333, 336), (16, 512, 1000, 1000),
                                                        (16, 512, 1500, 1504), (640, 100, 300, 304), (8, 64, 100, 100),
