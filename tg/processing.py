@@ -173,6 +173,13 @@ def _reduce_axis_strided(x: Tensor) -> bool:
   _, st = movement_view(x.uop)
   return len(st.views) == 1 and st.views[0].strides[-1] not in (0, 1)
 
+def _pointwise_on_cpu(weight: Tensor, groups: int, stride: tuple, pads: list) -> bool:
+  """Whether a convolution is a pointwise one (a 1x1 kernel, stride 1, no padding, one group) on a CPU: as a product of
+  the channels-last input and the weight it runs twice as fast as the convolution's own kernel, the layout copies
+  included (8x256x14x14 to 512 channels: 167 -> 350 GFLOPS; PyTorch 356)."""
+  return (groups == 1 and all(k == 1 for k in weight.shape[2:]) and all(s == 1 for s in stride)
+          and not any(p for pair in pads for p in pair) and bool(_cpu_lanes(weight)))
+
 class ProcessingMixin:
   __slots__ = ()
 
@@ -180,6 +187,9 @@ class ProcessingMixin:
   def dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
     """self @ w: 1-d operands are a row and a column, leading dims broadcast; with IMAGE=1 (floats) an image_dot."""
     if IMAGE and dtypes.is_float(self.dtype) and dtypes.is_float(w.dtype): return self.image_dot(w, dtype)
+    return self._dot(w, dtype)
+  def _dot(self, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    """dot without IMAGE (which a pointwise convolution computes with, also inside image_conv2d)."""
     x, w, squeeze_rows, squeeze_cols = _as_matrices(self, w)
     k, rows, columns = x.shape[-1], x.shape[-2], w.shape[-1]
     if (extra_rows := _row_padding(x, w)): x = x.pad(((0, 0),) * (x.ndim - 2) + ((0, extra_rows), (0, 0))).contiguous()
@@ -311,6 +321,11 @@ class ProcessingMixin:
       total = [d * (k - 1) for d, k in zip(_tuple(dilation, n), weight.shape[2:])]
       pads = [(t // 2, t - t // 2) for t in total]
     else: pads = _conv_padding(padding, n)
+    if not channels_inner and _pointwise_on_cpu(weight, groups, _tuple(stride, n), pads):
+      rows = self.permute(0, *range(2, n + 2), 1).reshape(-1, cin)                       # (bs * spatial, cin)
+      out = rows._dot(weight.reshape(cout, cin).transpose(), dtype=dtype).reshape(bs, *self.shape[2:], cout)
+      out = out.permute(0, n + 1, *range(1, n + 1)).contiguous()
+      return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
     x = self.pad([None, None, *pads])._pool(weight.shape[2:], stride, dilation)    # (bs, cin, *out, *k)
     out_sp = x.shape[2:2 + n]
     x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])

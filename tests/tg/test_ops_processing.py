@@ -120,6 +120,13 @@ def test_conv3d():
   check_op(lambda x, w, b: x.conv2d(w, b, padding=(1, 0, 1), stride=(1, 2, 1)), lambda x, w, b: np_conv(x, w, b, padding=(1, 0, 1), stride=(1, 2, 1)),
            [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)], rtol=1e-4, atol=1e-5)
 
+@pytest.mark.parametrize("shapes", [[(2, 6, 5, 7), (4, 6, 1, 1), (4,)], [(3, 8, 9), (5, 8, 1), (5,)], [(2, 3, 4, 5, 6), (7, 3, 1, 1, 1), (7,)],
+                                    [(2, 64, 9, 9), (48, 64, 1, 1), (48,)]])
+def test_pointwise_conv(shapes):
+  """1x1 convolutions (stride 1, no padding), which a CPU computes as a product of the channels-last input and the
+  weight: values and all three gradients, in 1, 2 and 3 dimensions and with enough channels for the product's panels."""
+  check_op(lambda x, w, b: x.conv2d(w, b), lambda x, w, b: np_conv(x, w, b), shapes, rtol=1e-4, atol=1e-4)
+
 def np_conv_transpose(x, w, b=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1):
   """torch.nn.functional.conv_transposeNd by scatter-add: input pixel i, kernel tap k adds x*w at output i*stride + k*dilation,
   then `padding` is cut from both ends (output_padding only grows the far end)."""
