@@ -173,12 +173,17 @@ def _reduce_axis_strided(x: Tensor) -> bool:
   _, st = movement_view(x.uop)
   return len(st.views) == 1 and st.views[0].strides[-1] not in (0, 1)
 
-def _pointwise_on_cpu(weight: Tensor, groups: int, stride: tuple, pads: list) -> bool:
-  """Whether a convolution is a pointwise one (a 1x1 kernel, stride 1, no padding, one group) on a CPU: as a product of
-  the channels-last input and the weight it runs twice as fast as the convolution's own kernel, the layout copies
-  included (8x256x14x14 to 512 channels: 167 -> 350 GFLOPS; PyTorch 356)."""
-  return (groups == 1 and all(k == 1 for k in weight.shape[2:]) and all(s == 1 for s in stride)
-          and not any(p for pair in pads for p in pair) and bool(_cpu_lanes(weight)))
+IM2COL_MAX_PLANE, IM2COL_MIN_COUT = 196, 128  # output positions per image and channels of the im2col convolutions below
+
+def _conv_as_product(weight: Tensor, groups: int, stride: tuple, pads: list, out_sp: tuple) -> bool:
+  """Whether a convolution runs on a CPU as a product of its channels-last windows (im2col) and the weight: a pointwise
+  one (1x1 kernel, stride 1, no padding), whose windows are the input itself (8x256x14x14 to 512 channels: 167 -> 350
+  GFLOPS, PyTorch 356), and one of IM2COL_MIN_COUT output channels or more on planes of IM2COL_MAX_PLANE positions or
+  fewer, where the convolution's own kernel finds no register tile (3x3, 8x512x7x7 to 512: 80 -> 362 GFLOPS, 8x256x14x14
+  to 256: 105 -> 239). Fewer channels on a large batch (the MNIST model's 32 to 64 on 12x12) run faster as they are."""
+  if groups != 1 or not _cpu_lanes(weight) or not all_int((*weight.shape, *out_sp)): return False
+  pointwise = all(k == 1 for k in weight.shape[2:]) and all(s == 1 for s in stride) and not any(p for pair in pads for p in pair)
+  return pointwise or (weight.shape[0] >= IM2COL_MIN_COUT and prod(out_sp) <= IM2COL_MAX_PLANE)
 
 class ProcessingMixin:
   __slots__ = ()
@@ -321,13 +326,15 @@ class ProcessingMixin:
       total = [d * (k - 1) for d, k in zip(_tuple(dilation, n), weight.shape[2:])]
       pads = [(t // 2, t - t // 2) for t in total]
     else: pads = _conv_padding(padding, n)
-    if not channels_inner and _pointwise_on_cpu(weight, groups, _tuple(stride, n), pads):
-      rows = self.permute(0, *range(2, n + 2), 1).reshape(-1, cin)                       # (bs * spatial, cin)
-      out = rows._dot(weight.reshape(cout, cin).transpose(), dtype=dtype).reshape(bs, *self.shape[2:], cout)
-      out = out.permute(0, n + 1, *range(1, n + 1)).contiguous()
-      return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
     x = self.pad([None, None, *pads])._pool(weight.shape[2:], stride, dilation)    # (bs, cin, *out, *k)
     out_sp = x.shape[2:2 + n]
+    if not channels_inner and _conv_as_product(weight, groups, _tuple(stride, n), pads, out_sp):
+      taps = prod(weight.shape[2:])
+      windows = x.permute(0, *range(2, 2 + n), 1, *range(2 + n, 2 + 2 * n)).reshape(-1, cin * taps)  # (bs * out, cin * taps)
+      if taps > 1: windows = windows.contiguous()  # each window stored once, not gathered by every product step
+      out = windows._dot(weight.reshape(cout, cin * taps).transpose(), dtype=dtype).reshape(bs, *out_sp, cout)
+      out = out.permute(0, n + 1, *range(1, n + 1)).contiguous()
+      return out + bias.reshape(1, -1, *[1] * n) if bias is not None else out
     x = x.reshape(bs, groups, 1, cin_g, *out_sp, *weight.shape[2:])
     w = weight.reshape(groups, cout // groups, cin_g, *weight.shape[2:])
     if _channel_lanes(weight, cout // groups):  # a copy of the weight with output channels innermost: they become vector lanes

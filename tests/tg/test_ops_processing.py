@@ -120,12 +120,15 @@ def test_conv3d():
   check_op(lambda x, w, b: x.conv2d(w, b, padding=(1, 0, 1), stride=(1, 2, 1)), lambda x, w, b: np_conv(x, w, b, padding=(1, 0, 1), stride=(1, 2, 1)),
            [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)], rtol=1e-4, atol=1e-5)
 
-@pytest.mark.parametrize("shapes", [[(2, 6, 5, 7), (4, 6, 1, 1), (4,)], [(3, 8, 9), (5, 8, 1), (5,)], [(2, 3, 4, 5, 6), (7, 3, 1, 1, 1), (7,)],
-                                    [(2, 64, 9, 9), (48, 64, 1, 1), (48,)]])
-def test_pointwise_conv(shapes):
-  """1x1 convolutions (stride 1, no padding), which a CPU computes as a product of the channels-last input and the
-  weight: values and all three gradients, in 1, 2 and 3 dimensions and with enough channels for the product's panels."""
-  check_op(lambda x, w, b: x.conv2d(w, b), lambda x, w, b: np_conv(x, w, b), shapes, rtol=1e-4, atol=1e-4)
+@pytest.mark.parametrize("shapes, kw", [([(2, 6, 5, 7), (4, 6, 1, 1), (4,)], {}), ([(3, 8, 9), (5, 8, 1), (5,)], {}),
+                                        ([(2, 3, 4, 5, 6), (7, 3, 1, 1, 1), (7,)], {}), ([(2, 64, 9, 9), (48, 64, 1, 1), (48,)], {}),
+                                        ([(2, 8, 6, 7), (128, 8, 3, 3), (128,)], dict(padding=1, stride=2)),
+                                        ([(1, 4, 9, 8), (160, 4, 3, 2), (160,)], dict(padding=(2, 1), dilation=2))])
+def test_conv_as_product(shapes, kw):
+  """Convolutions a CPU computes as a product of channels-last windows and the weight: 1x1 ones (stride 1, no padding)
+  in 1, 2 and 3 dimensions, and many output channels on small planes (with padding, stride and dilation): values and
+  all three gradients against numpy."""
+  check_op(lambda x, w, b: x.conv2d(w, b, **kw), lambda x, w, b: np_conv(x, w, b, **kw), shapes, rtol=1e-4, atol=1e-4)
 
 def np_conv_transpose(x, w, b=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1):
   """torch.nn.functional.conv_transposeNd by scatter-add: input pixel i, kernel tap k adds x*w at output i*stride + k*dilation,
