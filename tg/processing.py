@@ -123,6 +123,12 @@ def _panel_width(x: Tensor, w: Tensor, copied: bool = False) -> int:
 # (part-vectors), and columns that they don't (a kernel without vectors: 384x100 @ 100x31 278 -> 38 us)
 PAD_MIN_MACS, UNVECTORIZED_PAD_MIN_MACS = 1 << 21, 1 << 16
 
+def _padding_lanes(x: Tensor, w: Tensor) -> int:
+  """Float lanes of a CPU vector register for x @ w whose w is a matrix and whose sizes are all integers, else 0: the
+  products whose operands _lane_padding and _row_padding may pad."""
+  lanes = _cpu_lanes(w)
+  return lanes if lanes and w.ndim == 2 and all_int((*x.shape, *w.shape)) else 0
+
 def _lane_padding(x: Tensor, w: Tensor) -> int:
   """Zero columns that bring w's to whole pairs of vector registers for x @ w on a CPU, or 0 (a multiple already,
   small, or not a CPU): columns that only half-vectors divide run at about half speed, and an odd count of vectors
@@ -132,8 +138,7 @@ def _lane_padding(x: Tensor, w: Tensor) -> int:
   quarter vectors: 0.26 -> 0.21 ms; 16x1024 @ 1024x1021: 2.5 ms -> 0.16 ms copying + 0.28 ms), except an x of few rows
   @ a large w whose columns half-vectors divide: copying w costs more than they lose."""
   if (lanes := _product_lanes(x, w)): return -w.shape[1] % (2 * lanes)
-  lanes = _cpu_lanes(w)
-  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)): return 0
+  if not (lanes := _padding_lanes(x, w)): return 0
   macs, m = x.numel() * w.shape[1], w.shape[1]
   if m % 4: return -m % lanes if macs >= UNVECTORIZED_PAD_MIN_MACS and m > 1 else 0  # one column: vectors along k
   few_rows = min(w.shape) >= PANEL_MIN and x.numel() // w.shape[0] < COPY_MIN_ROWS
@@ -146,8 +151,8 @@ ROW_PAD = 8             # is padded with zero rows to a multiple of this (rows c
 def _row_padding(x: Tensor, w: Tensor) -> int:
   """Zero rows that give x @ w's register tile a whole number of steps on a CPU, or 0 (a row count some tile
   divides, a product of fewer than PAD_MIN_MACS multiply-adds, or not a CPU)."""
-  lanes, rows = _cpu_lanes(w), x.shape[-2]
-  if not lanes or w.ndim != 2 or not all_int((*x.shape, *w.shape)) or rows < ROW_PAD: return 0
+  rows = x.shape[-2]
+  if not _padding_lanes(x, w) or rows < ROW_PAD: return 0
   if x.numel() * w.shape[1] < PAD_MIN_MACS or any(rows % tile == 0 for tile in ROW_TILES): return 0
   return -rows % ROW_PAD
 
